@@ -1,0 +1,20 @@
+import { PgBoss } from 'pg-boss';
+import { dropSchema, sleep } from './harness.ts';
+import { percentiles } from './stats.ts';
+const url = 'postgres://postgres@127.0.0.1:5432/herald_bench';
+const conc = Number(process.argv[2] ?? 16);
+await dropSchema(url, 'pgboss_bench');
+const boss = new PgBoss({ connectionString: url, schema: 'pgboss_bench', useListenNotify: true, max: Number(process.argv[3] ?? 10) });
+boss.on('error', (e) => console.error('ERR', e));
+boss.on('warning', (w) => console.error('WARN', w.message));
+await boss.start();
+await boss.createQueue('noop', { notify: true });
+const sent: number[] = [], sendDone: number[] = [], got: number[] = [];
+await boss.work<{ i: number }>('noop', { batchSize: 50, localConcurrency: conc }, async (b) => { for (const j of b) got[j.data.i] = performance.now(); });
+await sleep(Number(process.env.DELAY ?? 0));
+for (let i = 0; i < 305; i++) { sent[i] = performance.now(); await boss.send('noop', { i }); sendDone[i] = performance.now(); await sleep(10); }
+await sleep(500);
+const tot = got.slice(5).map((g, k) => g - sent[k + 5]!);
+const snd = sendDone.slice(5).map((g, k) => g - sent[k + 5]!);
+console.log('conc', conc, 'total', percentiles(tot), 'send', percentiles(snd));
+await boss.stop();

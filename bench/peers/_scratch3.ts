@@ -1,0 +1,16 @@
+import { PgBoss } from 'pg-boss';
+import { dropSchema, Countdown } from './harness.ts';
+const url = 'postgres://postgres@127.0.0.1:5432/herald_bench';
+const N = 4000;
+await dropSchema(url, 'pgboss_bench');
+const boss = new PgBoss({ connectionString: url, schema: 'pgboss_bench', useListenNotify: true });
+boss.on('error', (e) => console.error('ERR', e));
+await boss.start();
+await boss.createQueue('noop', { notify: true });
+await boss.insert('noop', Array.from({ length: N }, () => ({ data: {} })));
+const c = new Countdown(N);
+const t0 = performance.now();
+await boss.work('noop', { batchSize: 50, localConcurrency: 16 }, async (b) => c.tick(b.length));
+await c.promise;
+console.log('no burst', N, 'jobs in', ((performance.now() - t0) / 1000).toFixed(1), 's');
+await boss.stop();

@@ -1,0 +1,120 @@
+// Measurement plumbing shared by every peer, so each is timed the same way.
+import pg from 'pg';
+
+export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/herald_bench';
+/** Worker concurrency every peer is run with. */
+export const CONCURRENCY = 16;
+/** Jobs added (and discarded) before latency sampling, so first-use costs aren't sampled. */
+export const LATENCY_WARMUP = 5;
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Creates the benchmark database if missing, connecting through the `postgres` db. */
+export async function ensureDatabase(databaseUrl: string): Promise<void> {
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.slice(1));
+  url.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: url.toString() });
+  await client.connect();
+  try {
+    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (found.rowCount === 0) await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Runs `fn` on a short-lived client of its own (setup/teardown, never on the timed path). */
+export async function withClient<T>(databaseUrl: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function dropSchema(databaseUrl: string, schema: string): Promise<void> {
+  await withClient(databaseUrl, (c) => c.query(`DROP SCHEMA IF EXISTS ${c.escapeIdentifier(schema)} CASCADE`));
+}
+
+/** Resolves once `tick` has been called `n` times. */
+export class Countdown {
+  readonly promise: Promise<void>;
+  #left: number;
+  #resolve!: () => void;
+  constructor(n: number) {
+    this.#left = n;
+    this.promise = new Promise((resolve) => (this.#resolve = resolve));
+    if (n <= 0) this.#resolve();
+  }
+  tick(k = 1): void {
+    this.#left -= k;
+    if (this.#left <= 0) this.#resolve();
+  }
+}
+
+/**
+ * Polls `count` until it returns 0. Libraries complete jobs after the handler returns (some
+ * batch it), so "last job completed" means the database agrees, not that the handler ran.
+ */
+export async function untilZero(count: () => Promise<number>, pollMs = 2): Promise<void> {
+  while ((await count()) > 0) await sleep(pollMs);
+}
+
+/** Rejects if a worker's lifetime promise settles before we're done with it. */
+export function failOnExit(lifetime: Promise<unknown>, what: string): Promise<never> {
+  const failed = lifetime.then(
+    () => Promise.reject(new Error(`${what} exited early`)),
+    (err: unknown) => Promise.reject(err),
+  );
+  // Our own stop() settles `lifetime` after the race is over; that must not be unhandled.
+  failed.catch(() => {});
+  return failed;
+}
+
+/**
+ * Drives the latency series: adds warm-up + `count` jobs at a fixed cadence, each tagged
+ * with its index; the peer's handler reports the index to `started` as its first act.
+ */
+export class LatencyProbe {
+  readonly #sentAt: number[] = [];
+  readonly #samples: number[] = [];
+  #all!: Countdown;
+
+  /** Call first thing in the handler, with the job's index. */
+  started = (i: number): void => {
+    const t = performance.now();
+    if (this.#samples[i] !== undefined || this.#sentAt[i] === undefined) return; // duplicate/unknown
+    this.#samples[i] = t - this.#sentAt[i]!;
+    this.#all.tick();
+  };
+
+  async run(count: number, intervalMs: number, add: (i: number) => Promise<unknown>): Promise<number[]> {
+    const total = LATENCY_WARMUP + count;
+    this.#all = new Countdown(total);
+    const t0 = performance.now();
+    for (let i = 0; i < total; i++) {
+      // Fixed cadence: job i goes out at t0 + i*interval however long the adds take.
+      const wait = t0 + i * intervalMs - performance.now();
+      if (wait > 0) await sleep(wait);
+      this.#sentAt[i] = performance.now();
+      await add(i);
+    }
+    const timeoutMs = 10_000;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const missing = total - this.#samples.filter((s) => s !== undefined).length;
+        reject(new Error(`latency: ${missing} of ${total} jobs not started ${timeoutMs} ms after the last add`));
+      }, timeoutMs);
+    });
+    try {
+      await Promise.race([this.#all.promise, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+    return this.#samples.slice(LATENCY_WARMUP);
+  }
+}

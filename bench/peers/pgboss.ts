@@ -1,0 +1,76 @@
+// pg-boss@12 peer: batch-fetching workers woken by LISTEN/NOTIFY on a notify-enabled queue.
+import pg from 'pg';
+import { PgBoss, type WorkOptions } from 'pg-boss';
+import { CONCURRENCY, Countdown, LatencyProbe, dropSchema, untilZero } from './harness.ts';
+import type { PeerRunner } from './types.ts';
+
+const SCHEMA = 'pgboss_bench';
+const QUEUE = 'noop';
+const INSERT_CHUNK = 5_000;
+
+const WORK: WorkOptions = {
+  batchSize: 50,
+  localConcurrency: CONCURRENCY,
+  // Without this a worker that just emptied a full batch sleeps out its poll interval
+  // (30 s on a notify queue) even though more jobs are waiting; a drain would mostly sleep.
+  burstWhenBatchFull: true,
+};
+
+let silenced = 0;
+
+/** Fresh schema, then a started instance with its LISTEN connection up. */
+async function start(databaseUrl: string): Promise<PgBoss> {
+  await dropSchema(databaseUrl, SCHEMA);
+  const boss = new PgBoss({ connectionString: databaseUrl, schema: SCHEMA, useListenNotify: true });
+  // Keep the bench output clean but don't lose track: 'error' would otherwise crash the process.
+  boss.on('error', () => void silenced++);
+  boss.on('warning', () => void silenced++);
+  await boss.start(); // resolves after the notifier's LISTEN is established
+  await boss.createQueue(QUEUE, { notify: true });
+  return boss;
+}
+
+const pgboss: PeerRunner = {
+  name: 'pgboss',
+  silencedErrors: () => silenced,
+
+  async drain(databaseUrl, jobs) {
+    silenced = 0;
+    const boss = await start(databaseUrl);
+    const probe = new pg.Client({ connectionString: databaseUrl });
+    await probe.connect();
+    try {
+      for (let done = 0; done < jobs; done += INSERT_CHUNK) {
+        const n = Math.min(INSERT_CHUNK, jobs - done);
+        await boss.insert(QUEUE, Array.from({ length: n }, () => ({ data: {} })));
+      }
+      const handled = new Countdown(jobs);
+      const t0 = performance.now();
+      await boss.work(QUEUE, WORK, async (batch) => handled.tick(batch.length));
+      await handled.promise;
+      // Completion is a separate statement after the handler resolves: wait until it landed.
+      const left = `SELECT count(*)::int AS n FROM ${SCHEMA}.job WHERE name = $1 AND state <> 'completed'`;
+      await untilZero(async () => (await probe.query(left, [QUEUE])).rows[0].n);
+      return jobs / ((performance.now() - t0) / 1000);
+    } finally {
+      await probe.end();
+      await boss.stop();
+    }
+  },
+
+  async latency(databaseUrl, count, intervalMs) {
+    silenced = 0;
+    const boss = await start(databaseUrl);
+    try {
+      const probe = new LatencyProbe();
+      await boss.work<{ i: number }>(QUEUE, WORK, async (batch) => {
+        for (const job of batch) probe.started(job.data.i);
+      });
+      return await probe.run(count, intervalMs, (i) => boss.send(QUEUE, { i }));
+    } finally {
+      await boss.stop();
+    }
+  },
+};
+
+export default pgboss;

@@ -1,0 +1,53 @@
+// Every setting Herald reads from the environment, in one place (see CONTRACT.md).
+
+function int(name: string, fallback: number, min = 0): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
+  return n;
+}
+
+function list(name: string): string[] | undefined {
+  const raw = process.env[name];
+  if (!raw) return undefined;
+  return raw.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+export interface HeraldConfig {
+  databaseUrl?: string;
+  listenUrl?: string;
+  dataDir: string;
+  host: string;
+  port: number;
+  tokens?: string;
+  logLevel: string;
+  concurrency: number;
+  queues?: string[];
+  leaseMs: number;
+  pollMs: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  retentionMs: number;
+  shutdownGraceMs: number;
+}
+
+export function loadConfig(): HeraldConfig {
+  return {
+    databaseUrl: process.env.DATABASE_URL || undefined,
+    listenUrl: process.env.HERALD_LISTEN_URL || process.env.DATABASE_URL || undefined,
+    dataDir: process.env.HERALD_DATA_DIR || '.herald',
+    host: process.env.HOST || '127.0.0.1',
+    port: int('PORT', 3000),
+    tokens: process.env.HERALD_TOKENS || undefined,
+    logLevel: process.env.HERALD_LOG_LEVEL || 'info',
+    concurrency: int('HERALD_CONCURRENCY', 10, 1),
+    queues: list('HERALD_QUEUES'),
+    leaseMs: int('HERALD_LEASE_MS', 30_000, 100),
+    pollMs: int('HERALD_POLL_MS', 1_000, 10),
+    backoffBaseMs: int('HERALD_BACKOFF_BASE_MS', 1_000, 1),
+    backoffMaxMs: int('HERALD_BACKOFF_MAX_MS', 3_600_000, 1),
+    retentionMs: int('HERALD_RETENTION_MS', 7 * 24 * 3_600_000, 0),
+    shutdownGraceMs: int('HERALD_SHUTDOWN_GRACE_MS', 30_000, 0),
+  };
+}

@@ -1,0 +1,51 @@
+// Where the database comes from: DATABASE_URL when set, otherwise the embedded cluster.
+import pg from 'pg';
+import { startEmbedded, type EmbeddedPostgres } from './embedded.ts';
+import type { Logger } from './log.ts';
+
+export interface Database {
+  /** For queries; may point at a pooler. */
+  url: string;
+  /** A direct session for LISTEN and the liveness lock (HERALD_LISTEN_URL). */
+  listenUrl: string;
+  embedded?: EmbeddedPostgres;
+  /** Stops the embedded cluster if this process started it. */
+  close(): Promise<void>;
+}
+
+export async function openDatabase(opts: { databaseUrl?: string; listenUrl?: string; dataDir: string; logger?: Logger }): Promise<Database> {
+  if (opts.databaseUrl) {
+    return { url: opts.databaseUrl, listenUrl: opts.listenUrl ?? opts.databaseUrl, close: async () => {} };
+  }
+  const embedded = await startEmbedded(opts.dataDir, { onLog: (line) => opts.logger?.trace({ postgres: line.trim() }) });
+  opts.logger?.info({ port: embedded.port, dataDir: embedded.dataDir, reused: embedded.reused }, 'embedded PostgreSQL ready');
+  return { url: embedded.url, listenUrl: embedded.url, embedded, close: () => embedded.stop() };
+}
+
+/** A connection pool; errors on idle clients (a restarted server) are logged, not fatal. */
+export function createPool(url: string, opts: { max?: number; logger?: Logger; applicationName?: string } = {}): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.max ?? 10,
+    application_name: opts.applicationName ?? 'herald',
+    idleTimeoutMillis: 30_000,
+  });
+  pool.on('error', (err) => opts.logger?.warn({ err: err.message }, 'idle database connection failed'));
+  return pool;
+}
+
+/** Runs fn in one transaction on one client; rolls back on any error. */
+export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}

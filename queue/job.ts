@@ -1,0 +1,90 @@
+// The Job and JobEvent shapes of CONTRACT.md, and their mapping from database rows.
+import type { EventType, JobStatus } from './schema.ts';
+
+export interface JobProgress {
+  percent: number;
+  message: string | null;
+}
+
+export interface Job {
+  id: string;
+  queue: string;
+  kind: string;
+  payload: unknown;
+  priority: number;
+  status: JobStatus;
+  attempt: number;
+  maxAttempts: number;
+  requires: string[];
+  idempotencyKey: string | null;
+  runAt: string;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  lockedBy: string | null;
+  leaseExpiresAt: string | null;
+  cancelRequested: boolean;
+  progress: JobProgress | null;
+  result: unknown;
+  lastError: { message: string; [k: string]: unknown } | null;
+}
+
+export interface JobEvent {
+  eventId: string;
+  jobId: string;
+  queue: string;
+  kind: string;
+  type: EventType;
+  status: JobStatus;
+  attempt: number;
+  worker: string | null;
+  at: string;
+  data: unknown;
+  /** The feed position (tx, id) as an opaque string; see cursor.ts. */
+  cursor: string;
+}
+
+const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function toJob(r: any): Job {
+  return {
+    id: r.id,
+    queue: r.queue,
+    kind: r.kind,
+    payload: r.payload,
+    priority: r.priority,
+    status: r.status,
+    attempt: r.attempt,
+    maxAttempts: r.max_attempts,
+    requires: r.requires,
+    idempotencyKey: r.idempotency_key,
+    runAt: iso(r.available_at)!,
+    createdAt: iso(r.created_at)!,
+    startedAt: iso(r.started_at),
+    finishedAt: iso(r.finished_at),
+    lockedBy: r.locked_by,
+    leaseExpiresAt: iso(r.lease_expires_at),
+    cancelRequested: r.cancel_requested_at !== null,
+    progress: r.progress,
+    result: r.result ?? null,
+    lastError: r.last_error,
+  };
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function toEvent(r: any): JobEvent {
+  return {
+    eventId: r.id,
+    jobId: r.job_id,
+    queue: r.queue,
+    kind: r.kind,
+    type: r.type,
+    status: r.status,
+    attempt: r.attempt,
+    worker: r.worker,
+    at: iso(r.at)!,
+    data: r.data,
+    cursor: `${r.tx}.${r.id}`,
+  };
+}

@@ -1,0 +1,387 @@
+// The core API that the server, the worker and in-process producers share. Each method is
+// one statement from queue/sql/ (or one short transaction); no SQL is written anywhere else.
+import type pg from 'pg';
+import { ConflictError, NotFoundError, ValidationError, fromPgError } from './errors.ts';
+import { inTransaction } from './database.ts';
+import { toEvent, toJob, type Job, type JobEvent } from './job.ts';
+import { START, type Cursor } from './cursor.ts';
+import type { JobStatus } from './schema.ts';
+import { enqueueJobs, jobsByIdempotencyKey } from './sql/enqueue.ts';
+import { claimJobs, nextRunAt } from './sql/claim.ts';
+import { completeJobs, failJobs, releaseJobs, renewLeases, reportProgress } from './sql/lease.ts';
+import { cancelJob, retryJob } from './sql/admin.ts';
+import { reapJobs } from './sql/reap.ts';
+import { deleteFinishedJobs } from './sql/cleanup.ts';
+import { feedHead, jobEvents, readFeed, readFeedFiltered } from './sql/feed.ts';
+import { getJob, listJobs, queueCounts, runningByWorker, tableStats } from './sql/reads.ts';
+
+export interface EnqueueInput {
+  kind: string;
+  queue?: string;
+  payload?: unknown;
+  priority?: number;
+  runAt?: string | Date;
+  maxAttempts?: number;
+  requires?: string[];
+  idempotencyKey?: string | null;
+}
+
+export interface Enqueued {
+  job: Job;
+  /** False when an idempotency key returned the job it made before. */
+  created: boolean;
+}
+
+/** What a worker holds: a job at one attempt. Every write names both. */
+export interface Lease {
+  id: string;
+  attempt: number;
+}
+
+export interface ClaimRequest {
+  worker: string;
+  /** Queues to take from; undefined or empty = all. */
+  queues?: string[];
+  capabilities?: string[];
+  limit: number;
+  leaseMs?: number;
+  /** The liveness lock key the worker holds on its listener session, if any. */
+  ownerLock?: number | null;
+}
+
+export interface ErrorInfo {
+  message: string;
+  name?: string;
+  stack?: string;
+  [k: string]: unknown;
+}
+
+export interface QueueOptions {
+  leaseMs?: number;
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+}
+
+export interface QueueCount {
+  queue: string;
+  queued: number;
+  scheduled: number;
+  running: number;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+}
+
+const MAX_MESSAGE = 4_000;
+const MAX_STACK = 16_000;
+
+/** An Error (or anything thrown) as the JSON kept in last_error, truncated. */
+export function toErrorInfo(err: unknown): ErrorInfo {
+  if (err instanceof Error) {
+    return {
+      name: err.name,
+      message: String(err.message).slice(0, MAX_MESSAGE),
+      ...(err.stack ? { stack: err.stack.slice(0, MAX_STACK) } : {}),
+    };
+  }
+  return { message: String(typeof err === 'string' ? err : JSON.stringify(err) ?? err).slice(0, MAX_MESSAGE) };
+}
+
+// Key order does not matter for "the same payload".
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v && typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o).sort().map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v ?? null);
+}
+
+function toRecord(input: EnqueueInput) {
+  let runAt: string | null = null;
+  if (input.runAt !== undefined && input.runAt !== null) {
+    const d = input.runAt instanceof Date ? input.runAt : new Date(input.runAt);
+    if (Number.isNaN(d.getTime())) throw new ValidationError(`runAt "${String(input.runAt)}" is not a valid ISO date`);
+    runAt = d.toISOString();
+  }
+  return {
+    kind: input.kind,
+    queue: input.queue ?? 'default',
+    payload: input.payload === undefined ? {} : input.payload,
+    priority: input.priority ?? 0,
+    run_at: runAt,
+    max_attempts: input.maxAttempts ?? 5,
+    requires: input.requires ?? [],
+    idempotency_key: input.idempotencyKey ?? null,
+  };
+}
+
+type Executor = Pick<pg.Pool, 'query'> | pg.PoolClient;
+
+export class Queue {
+  readonly leaseMs: number;
+  readonly backoffBaseMs: number;
+  readonly backoffMaxMs: number;
+
+  constructor(readonly pool: pg.Pool, opts: QueueOptions = {}) {
+    this.leaseMs = opts.leaseMs ?? 30_000;
+    this.backoffBaseMs = opts.backoffBaseMs ?? 1_000;
+    this.backoffMaxMs = opts.backoffMaxMs ?? 3_600_000;
+  }
+
+  // ---- producing -------------------------------------------------------------------------
+
+  async enqueue(input: EnqueueInput): Promise<Enqueued> {
+    const [one] = await this.enqueueMany([input]);
+    return one;
+  }
+
+  /** All or nothing: one transaction. Results come back in input order. */
+  async enqueueMany(inputs: EnqueueInput[]): Promise<Enqueued[]> {
+    if (inputs.length === 0) return [];
+    const records = inputs.map(toRecord);
+    const keyed = records.some((r) => r.idempotency_key !== null);
+    try {
+      // Without keys it is one statement, atomic by itself; keys need the look-up in the same transaction.
+      return keyed
+        ? await inTransaction(this.pool, (c) => this.insert(c, records))
+        : await this.insert(this.pool, records);
+    } catch (err) {
+      throw fromPgError(err);
+    }
+  }
+
+  private async insert(db: Executor, records: ReturnType<typeof toRecord>[]): Promise<Enqueued[]> {
+    const { rows } = await db.query({ ...enqueueJobs, values: [JSON.stringify(records)] });
+    rows.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+    // Inserted rows follow input order; an input whose key already existed (before, or
+    // earlier in this batch) has no row and is looked up instead.
+    const out: (Enqueued | undefined)[] = [];
+    const seen = new Set<string>();
+    const missing: string[] = [];
+    let next = 0;
+    for (const r of records) {
+      const key = r.idempotency_key;
+      if (key !== null && seen.has(key)) {
+        out.push(undefined);
+        continue;
+      }
+      if (key !== null) seen.add(key);
+      const row = rows[next];
+      if (row && row.idempotency_key === key) {
+        out.push({ job: toJob(row), created: true });
+        next++;
+      } else {
+        out.push(undefined);
+        missing.push(key!);
+      }
+    }
+    const existing = new Map<string, Job>();
+    const batchCreated = new Map(out.filter((e): e is Enqueued => !!e).map((e) => [e.job.idempotencyKey, e.job]));
+    if (missing.length) {
+      const found = await db.query({ ...jobsByIdempotencyKey, values: [missing] });
+      for (const row of found.rows) existing.set(row.idempotency_key, toJob(row));
+    }
+    return records.map((r, i) => {
+      if (out[i]) return out[i]!;
+      const key = r.idempotency_key!;
+      const job = existing.get(key) ?? batchCreated.get(key);
+      if (!job) throw new ConflictError(`idempotency key "${key}" is being used by a job that vanished; try again`);
+      if (job.kind !== r.kind || job.queue !== r.queue || canonical(job.payload) !== canonical(r.payload)) {
+        throw new ConflictError(
+          `idempotency key "${key}" already made job ${job.id} with a different kind, queue or payload; use a new key for a different job`,
+        );
+      }
+      return { job, created: false };
+    });
+  }
+
+  // ---- working (every write is fenced on id, attempt, worker and status) ------------------
+
+  async claim(req: ClaimRequest): Promise<Job[]> {
+    const queues = req.queues?.length ? req.queues : null;
+    const { rows } = await this.pool.query({
+      ...claimJobs,
+      values: [queues, req.capabilities ?? [], req.limit, req.worker, req.ownerLock ?? null, req.leaseMs ?? this.leaseMs],
+    });
+    return rows.map(toJob).sort((a, b) => b.priority - a.priority || Number(BigInt(a.id) - BigInt(b.id)));
+  }
+
+  /** When the next scheduled job for these queues becomes runnable, or null. */
+  async nextRunAt(queues?: string[], capabilities: string[] = []): Promise<Date | null> {
+    const { rows } = await this.pool.query({ ...nextRunAt, values: [queues?.length ? queues : null, capabilities] });
+    return rows[0]?.at ?? null;
+  }
+
+  /** Renews leases; returns the ones still held, and which of those were asked to cancel. */
+  async heartbeat(worker: string, leases: Lease[], leaseMs = this.leaseMs): Promise<{ held: Set<string>; cancelRequested: Set<string> }> {
+    const held = new Set<string>();
+    const cancelRequested = new Set<string>();
+    if (leases.length === 0) return { held, cancelRequested };
+    const { rows } = await this.pool.query({
+      ...renewLeases,
+      values: [leases.map((l) => l.id), leases.map((l) => l.attempt), worker, leaseMs],
+    });
+    for (const r of rows) {
+      held.add(r.id);
+      if (r.cancel_requested) cancelRequested.add(r.id);
+    }
+    return { held, cancelRequested };
+  }
+
+  /** Reports progress (0..100). Returns false when the lease was lost. */
+  async progress(worker: string, lease: Lease, percent: number, message: string | null = null): Promise<{ held: boolean; cancelRequested: boolean }> {
+    if (!Number.isFinite(percent) || percent < 0 || percent > 100) throw new ValidationError('progress percent must be a number from 0 to 100');
+    const { rows } = await this.pool.query({
+      ...reportProgress,
+      values: [lease.id, lease.attempt, worker, percent, message, this.leaseMs],
+    });
+    return { held: rows.length === 1, cancelRequested: rows[0]?.cancel_requested ?? false };
+  }
+
+  /** Marks jobs succeeded; returns the ids whose lease was lost (nothing was written for them). */
+  async complete(worker: string, done: (Lease & { result: unknown })[]): Promise<string[]> {
+    if (done.length === 0) return [];
+    const { rows } = await this.pool.query({
+      ...completeJobs,
+      values: [done.map((d) => d.id), done.map((d) => d.attempt), worker, done.map((d) => JSON.stringify(d.result ?? null))],
+    });
+    return lost(done, rows);
+  }
+
+  /**
+   * Records failed attempts: each retries after backoff, or fails when out of attempts (or
+   * at once when `final`), or becomes cancelled if a cancel was requested. Returns lost ids.
+   */
+  async fail(worker: string, failed: (Lease & { error: unknown; final?: boolean })[]): Promise<string[]> {
+    if (failed.length === 0) return [];
+    const { rows } = await this.pool.query({
+      ...failJobs,
+      values: [
+        failed.map((f) => f.id),
+        failed.map((f) => f.attempt),
+        worker,
+        this.backoffBaseMs,
+        this.backoffMaxMs,
+        failed.map((f) => JSON.stringify(toErrorInfo(f.error))),
+        failed.map((f) => !!f.final),
+      ],
+    });
+    return lost(failed, rows);
+  }
+
+  /** Hands jobs back to the queue without using up their attempt (graceful shutdown). */
+  async release(worker: string, leases: Lease[]): Promise<string[]> {
+    if (leases.length === 0) return [];
+    const { rows } = await this.pool.query({
+      ...releaseJobs,
+      values: [leases.map((l) => l.id), leases.map((l) => l.attempt), worker],
+    });
+    return lost(leases, rows);
+  }
+
+  // ---- administration ---------------------------------------------------------------------
+
+  async cancel(id: string): Promise<Job> {
+    const { rows } = await this.pool.query({ ...cancelJob, values: [id] });
+    if (rows[0]) return toJob(rows[0]);
+    const job = await this.mustGet(id);
+    throw new ConflictError(`job ${id} is already ${job.status}; only queued or running jobs can be cancelled`);
+  }
+
+  async retry(id: string): Promise<Job> {
+    const { rows } = await this.pool.query({ ...retryJob, values: [id] });
+    if (rows[0]) return toJob(rows[0]);
+    const job = await this.mustGet(id);
+    if (job.status === 'failed' || job.status === 'cancelled') {
+      throw new ConflictError(`job ${id} has used 1000 attempts, the most a job may have`);
+    }
+    throw new ConflictError(`job ${id} is ${job.status}; only failed or cancelled jobs can be retried`);
+  }
+
+  /** Requeues (or fails) running jobs whose lease expired or whose owner died. One reaper at a time. */
+  async reap(limit = 1000): Promise<{ requeued: number; failed: number; cancelled: number }> {
+    const { rows } = await this.pool.query({ ...reapJobs, values: [limit] });
+    const count = (s: JobStatus) => rows.filter((r) => r.status === s).length;
+    return { requeued: count('queued'), failed: count('failed'), cancelled: count('cancelled') };
+  }
+
+  /** Deletes finished jobs older than `olderThanMs`, with their events, in batches. Returns the count. */
+  async cleanup(olderThanMs: number, batchSize = 1000): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const { rowCount } = await this.pool.query({ ...deleteFinishedJobs, values: [olderThanMs, batchSize] });
+      total += rowCount ?? 0;
+      if ((rowCount ?? 0) < batchSize) return total;
+    }
+  }
+
+  // ---- reading ----------------------------------------------------------------------------
+
+  async get(id: string): Promise<Job | null> {
+    const { rows } = await this.pool.query({ ...getJob, values: [id] });
+    return rows[0] ? toJob(rows[0]) : null;
+  }
+
+  private async mustGet(id: string): Promise<Job> {
+    const job = await this.get(id);
+    if (!job) throw new NotFoundError(`job ${id} does not exist`);
+    return job;
+  }
+
+  async list(f: { queue?: string; status?: JobStatus; kind?: string; before?: string; limit?: number } = {}): Promise<{ jobs: Job[]; next: string | null }> {
+    const limit = f.limit ?? 50;
+    const { rows } = await this.pool.query({
+      ...listJobs,
+      values: [f.queue ?? null, f.status ?? null, f.kind ?? null, f.before ?? null, limit + 1],
+    });
+    const jobs = rows.slice(0, limit).map(toJob);
+    return { jobs, next: rows.length > limit ? jobs[jobs.length - 1].id : null };
+  }
+
+  async counts(): Promise<QueueCount[]> {
+    return (await this.pool.query(queueCounts)).rows;
+  }
+
+  async events(jobId: string): Promise<JobEvent[]> {
+    return (await this.pool.query({ ...jobEvents, values: [jobId] })).rows.map(toEvent);
+  }
+
+  /** Events after `after`, gap-free (see sql/feed.ts), optionally for one job or queue. */
+  async feed(after: Cursor = START, limit = 1000, filter: { jobId?: string; queue?: string } = {}): Promise<JobEvent[]> {
+    const filtered = filter.jobId !== undefined || filter.queue !== undefined;
+    const { rows } = await this.pool.query(
+      filtered
+        ? { ...readFeedFiltered, values: [after.tx, after.id, limit, filter.jobId ?? null, filter.queue ?? null] }
+        : { ...readFeed, values: [after.tx, after.id, limit] },
+    );
+    return rows.map(toEvent);
+  }
+
+  /** The newest feed position: where a live-only stream starts. */
+  async head(): Promise<Cursor> {
+    const { rows } = await this.pool.query(feedHead);
+    return rows[0] ? { tx: rows[0].tx, id: rows[0].id } : START;
+  }
+
+  async workers(): Promise<{ worker: string; running: number; since: string; jobs: string[] }[]> {
+    const { rows } = await this.pool.query(runningByWorker);
+    return rows.map((r) => ({ ...r, since: r.since.toISOString() }));
+  }
+
+  async tableStats(): Promise<{ name: string; liveTuples: number; deadTuples: number; lastAutovacuum: string | null; lastVacuum: string | null }[]> {
+    const { rows } = await this.pool.query(tableStats);
+    return rows.map((r) => ({
+      name: r.name,
+      liveTuples: r.live_tuples,
+      deadTuples: r.dead_tuples,
+      lastAutovacuum: r.last_autovacuum?.toISOString() ?? null,
+      lastVacuum: r.last_vacuum?.toISOString() ?? null,
+    }));
+  }
+}
+
+function lost(sent: Lease[], returned: { id: string }[]): string[] {
+  const kept = new Set(returned.map((r) => r.id));
+  return sent.filter((s) => !kept.has(s.id)).map((s) => s.id);
+}

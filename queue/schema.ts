@@ -1,0 +1,135 @@
+// The two tables, as drizzle sees them. `npm run db:generate` turns this file into the
+// table migration in drizzle/; triggers and functions are in the hand-written migration.
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  check,
+  customType,
+  index,
+  integer,
+  jsonb,
+  pgSchema,
+  smallint,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
+
+export const herald = pgSchema('herald');
+
+export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+export const jobStatus = herald.enum('job_status', JOB_STATUSES);
+
+export const EVENT_TYPES = [
+  'enqueued',
+  'claimed',
+  'progress',
+  'succeeded',
+  'retry_scheduled',
+  'failed',
+  'cancel_requested',
+  'cancelled',
+  'lease_expired',
+  'released',
+  'retried',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+export const eventType = herald.enum('event_type', EVENT_TYPES);
+
+// xid8: the writing transaction's id, which orders the event feed (see queue/sql/feed.ts).
+const xid8 = customType<{ data: string }>({ dataType: () => 'xid8' });
+
+const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+
+// Names are 1-128 of [A-Za-z0-9_.:-] (CONTRACT.md); the database enforces it too.
+const NAME_PATTERN = `'^[A-Za-z0-9_.:-]{1,128}$'`;
+
+export const jobs = herald.table(
+  'jobs',
+  {
+    id: bigint('id', { mode: 'string' }).primaryKey().generatedAlwaysAsIdentity(),
+    queue: text('queue').notNull().default('default'),
+    kind: text('kind').notNull(),
+    payload: jsonb('payload').notNull().default({}),
+    priority: smallint('priority').notNull().default(0),
+    status: jobStatus('status').notNull().default('queued'),
+    attempt: integer('attempt').notNull().default(0),
+    maxAttempts: integer('max_attempts').notNull().default(5),
+    availableAt: tstz('available_at').notNull().defaultNow(),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+    startedAt: tstz('started_at'),
+    finishedAt: tstz('finished_at'),
+    lockedBy: text('locked_by'),
+    leaseExpiresAt: tstz('lease_expires_at'),
+    // Key of the session advisory lock the owner holds while alive; the reaper requeues
+    // a running job at once when that lock is gone (DESIGN.md point 4). Null: lease only.
+    ownerLock: integer('owner_lock'),
+    requires: text('requires').array().notNull().default(sql`'{}'::text[]`),
+    idempotencyKey: text('idempotency_key'),
+    progress: jsonb('progress'),
+    result: jsonb('result'),
+    lastError: jsonb('last_error'),
+    cancelRequestedAt: tstz('cancel_requested_at'),
+  },
+  (t) => [
+    // Row shape of each status (seed 002): the database refuses a malformed row.
+    check(
+      'jobs_queued_shape',
+      sql`${t.status} <> 'queued' OR (${t.lockedBy} IS NULL AND ${t.leaseExpiresAt} IS NULL AND ${t.ownerLock} IS NULL AND ${t.finishedAt} IS NULL)`,
+    ),
+    check(
+      'jobs_running_shape',
+      sql`${t.status} <> 'running' OR (${t.lockedBy} IS NOT NULL AND ${t.leaseExpiresAt} IS NOT NULL AND ${t.startedAt} IS NOT NULL AND ${t.finishedAt} IS NULL)`,
+    ),
+    check(
+      'jobs_terminal_shape',
+      sql`${t.status} NOT IN ('succeeded', 'failed', 'cancelled') OR (${t.finishedAt} IS NOT NULL AND ${t.lockedBy} IS NULL AND ${t.leaseExpiresAt} IS NULL AND ${t.ownerLock} IS NULL)`,
+    ),
+    check('jobs_queue_name', sql`${t.queue} ~ ${sql.raw(NAME_PATTERN)}`),
+    check('jobs_kind_name', sql`${t.kind} ~ ${sql.raw(NAME_PATTERN)}`),
+    check('jobs_max_attempts_range', sql`${t.maxAttempts} BETWEEN 1 AND 1000`),
+    check('jobs_attempt_range', sql`${t.attempt} BETWEEN 0 AND ${t.maxAttempts}`),
+    check('jobs_requires_count', sql`cardinality(${t.requires}) <= 32`),
+    check('jobs_idempotency_key_length', sql`length(${t.idempotencyKey}) BETWEEN 1 AND 255`),
+    check(
+      'jobs_progress_shape',
+      sql`${t.progress} IS NULL OR (jsonb_typeof(${t.progress}->'percent') = 'number' AND (${t.progress}->>'percent')::numeric BETWEEN 0 AND 100)`,
+    ),
+    // The claim order, over queued rows only: the hot index.
+    index('jobs_claim_order')
+      .on(t.priority.desc(), t.availableAt, t.createdAt, t.id)
+      .where(sql`${t.status} = 'queued'`),
+    // The reaper's scan for expired leases.
+    index('jobs_lease_expiry').on(t.leaseExpiresAt).where(sql`${t.status} = 'running'`),
+    // Retention cleanup: oldest finished first.
+    index('jobs_finished').on(t.finishedAt).where(sql`${t.status} IN ('succeeded', 'failed', 'cancelled')`),
+    // Listing newest first, by queue.
+    index('jobs_queue_id').on(t.queue, t.id.desc()),
+    uniqueIndex('jobs_idempotency_key').on(t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),
+  ],
+);
+
+// Append-only: one row per transition, written by the statement-level triggers on jobs.
+// No foreign key: RI checks are row-level triggers, which would undo the batching.
+export const jobEvents = herald.table(
+  'job_events',
+  {
+    id: bigint('id', { mode: 'string' }).primaryKey().generatedAlwaysAsIdentity(),
+    jobId: bigint('job_id', { mode: 'string' }).notNull(),
+    tx: xid8('tx').notNull().default(sql`pg_current_xact_id()`),
+    at: tstz('at').notNull().defaultNow(),
+    queue: text('queue').notNull(),
+    kind: text('kind').notNull(),
+    type: eventType('type').notNull(),
+    status: jobStatus('status').notNull(),
+    attempt: integer('attempt').notNull(),
+    worker: text('worker'),
+    data: jsonb('data'),
+  },
+  (t) => [
+    // The gap-free feed reads in (tx, id) order below the transaction horizon.
+    index('job_events_tx_id').on(t.tx, t.id),
+    index('job_events_job_id').on(t.jobId, t.id),
+  ],
+);

@@ -1,0 +1,42 @@
+import { leaseFromNow, statement } from './statement.ts';
+
+// THE claim: up to $3 runnable jobs in priority order, skipping rows other workers hold,
+// restricted to the worker's queues ($1, NULL = all) and to jobs whose `requires` tags are
+// a subset of its capabilities ($2). One statement, one round trip, one trigger call.
+export const claimJobs = statement(
+  'claim',
+  `
+WITH picked AS (
+  SELECT id
+  FROM herald.jobs
+  WHERE status = 'queued'
+    AND available_at <= now()
+    AND ($1::text[] IS NULL OR queue = ANY($1::text[]))
+    AND requires <@ $2::text[]
+  ORDER BY priority DESC NULLS LAST, available_at, created_at, id
+  LIMIT $3
+  FOR UPDATE SKIP LOCKED
+)
+UPDATE herald.jobs j
+SET status = 'running',
+    attempt = j.attempt + 1,
+    locked_by = $4,
+    owner_lock = $5,
+    started_at = now(),
+    lease_expires_at = ${leaseFromNow('$6')},
+    progress = NULL
+FROM picked
+WHERE j.id = picked.id
+RETURNING j.*`,
+);
+
+// When the next scheduled job of these queues becomes runnable, so an idle worker sleeps until then.
+export const nextRunAt = statement(
+  'next_run_at',
+  `
+SELECT min(available_at) AS at
+FROM herald.jobs
+WHERE status = 'queued' AND available_at > now()
+  AND ($1::text[] IS NULL OR queue = ANY($1::text[]))
+  AND requires <@ $2::text[]`,
+);

@@ -1,0 +1,79 @@
+import { leaseFromNow, statement } from './statement.ts';
+
+// Every worker write is fenced: id AND attempt AND locked_by AND status = 'running'. A row that
+// does not come back was lost (reaped, cancelled, or taken by a newer attempt): do not write.
+const FENCE = `j.id = l.id AND j.attempt = l.attempt AND j.locked_by = $3 AND j.status = 'running'`;
+
+/** Renews the leases of many jobs at once; returns the ones still held. */
+export const renewLeases = statement(
+  'heartbeat',
+  `
+UPDATE herald.jobs j
+SET lease_expires_at = ${leaseFromNow('$4')}
+FROM unnest($1::bigint[], $2::int[]) AS l(id, attempt)
+WHERE ${FENCE}
+RETURNING j.id, j.cancel_requested_at IS NOT NULL AS cancel_requested`,
+);
+
+/** Progress also renews the lease. */
+export const reportProgress = statement(
+  'progress',
+  `
+UPDATE herald.jobs j
+SET progress = jsonb_build_object('percent', $4::float8, 'message', $5::text),
+    lease_expires_at = ${leaseFromNow('$6')}
+FROM (SELECT $1::bigint AS id, $2::int AS attempt) l
+WHERE ${FENCE}
+RETURNING j.id, j.cancel_requested_at IS NOT NULL AS cancel_requested`,
+);
+
+/** Success for a batch of jobs: one UPDATE ... FROM unnest. */
+export const completeJobs = statement(
+  'complete',
+  `
+UPDATE herald.jobs j
+SET status = 'succeeded', result = l.result, finished_at = now(),
+    locked_by = NULL, lease_expires_at = NULL, owner_lock = NULL
+FROM unnest($1::bigint[], $2::int[], $4::jsonb[]) AS l(id, attempt, result)
+WHERE ${FENCE}
+RETURNING j.id`,
+);
+
+// Backoff before attempt n+1, in ms: min(max, base * 2^(n-1)) * (1 - 0.2 * random()).
+// It doubles per attempt, never passes the cap, and the jitter (up to -20%) spreads retries.
+export const BACKOFF_SQL = `least($5::float8, $4::float8 * power(2, j.attempt - 1)) * (1 - 0.2 * random())`;
+
+/** Failure for a batch: retry later with backoff, fail when out of attempts, or honour a cancel. */
+export const failJobs = statement(
+  'fail',
+  `
+UPDATE herald.jobs j
+SET status = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                  WHEN j.attempt >= j.max_attempts OR l.final THEN 'failed'
+                  ELSE 'queued' END::herald.job_status,
+    available_at = CASE WHEN j.cancel_requested_at IS NOT NULL OR j.attempt >= j.max_attempts OR l.final
+                        THEN j.available_at
+                        ELSE now() + make_interval(secs => ${BACKOFF_SQL} / 1000) END,
+    finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL OR j.attempt >= j.max_attempts OR l.final
+                       THEN now() END,
+    last_error = l.error,
+    locked_by = NULL, lease_expires_at = NULL, owner_lock = NULL
+FROM unnest($1::bigint[], $2::int[], $6::jsonb[], $7::bool[]) AS l(id, attempt, error, final)
+WHERE ${FENCE}
+RETURNING j.id, j.status, j.available_at`,
+);
+
+/** Shutdown hands jobs back without burning the attempt (event 'released'). */
+export const releaseJobs = statement(
+  'release',
+  `
+UPDATE herald.jobs j
+SET status = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled' ELSE 'queued' END::herald.job_status,
+    attempt = CASE WHEN j.cancel_requested_at IS NOT NULL THEN j.attempt ELSE j.attempt - 1 END,
+    finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN now() END,
+    available_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN j.available_at ELSE now() END,
+    locked_by = NULL, lease_expires_at = NULL, owner_lock = NULL
+FROM unnest($1::bigint[], $2::int[]) AS l(id, attempt)
+WHERE ${FENCE}
+RETURNING j.id`,
+);

@@ -1,0 +1,129 @@
+// Every HTTP call the board makes, in one place. Errors come back as ApiError carrying the
+// server's `message` (Fastify's {statusCode, error, message}) so views can show it as is.
+
+import { auth } from './auth.svelte';
+import { normalizeEvent } from './store-core';
+import type { Health, Job, JobEvent, JobFilter, QueueCounts, WorkerInfo } from './types';
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly body?: unknown,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+/** The sentence a person reads for an error; 401 and 403 are said plainly. */
+export function describeError(err: unknown): { text: string; auth: boolean; status: number } {
+  if (err instanceof ApiError) {
+    if (err.status === 401) return { text: `Token required or unknown token (401): ${err.message}`, auth: true, status: 401 };
+    if (err.status === 403) return { text: `Your role cannot do this (403): ${err.message}`, auth: true, status: 403 };
+    if (err.status === 0) return { text: err.message, auth: false, status: 0 };
+    return { text: err.message, auth: false, status: err.status };
+  }
+  return { text: err instanceof Error ? err.message : String(err), auth: false, status: -1 };
+}
+
+interface RequestOptions {
+  body?: unknown;
+  /** Statuses whose body is still the answer (health answers 503 with its report). */
+  accept?: number[];
+}
+
+async function request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  // No content-type without a body: Fastify rejects an empty JSON body (retry/cancel send none).
+  if (opts.body !== undefined) headers['content-type'] = 'application/json';
+  if (auth.token) headers.authorization = `Bearer ${auth.token}`;
+
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      headers,
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    });
+  } catch (e) {
+    throw new ApiError(0, `Cannot reach the server (${e instanceof Error ? e.message : e}).`);
+  }
+
+  const text = await res.text();
+  let data: unknown = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = text;
+    }
+  }
+  if (res.ok || opts.accept?.includes(res.status)) return data as T;
+
+  const message =
+    data && typeof data === 'object' && typeof (data as { message?: unknown }).message === 'string'
+      ? (data as { message: string }).message
+      : `${res.status} ${res.statusText || 'error'}`;
+  if (res.status === 401) auth.demand(message);
+  throw new ApiError(res.status, message, data);
+}
+
+function query(params: Record<string, string | number | null | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+const jobPath = (id: string) => `/api/jobs/${encodeURIComponent(id)}`;
+
+export async function listQueues(): Promise<QueueCounts[]> {
+  const r = await request<{ queues: QueueCounts[] }>('GET', '/api/queues');
+  return r.queues ?? [];
+}
+
+export function listJobs(
+  filter: JobFilter & { limit?: number; before?: string | null },
+): Promise<{ jobs: Job[]; next: string | null }> {
+  return request('GET', `/api/jobs${query({ ...filter })}`);
+}
+
+export function getJob(id: string): Promise<Job> {
+  return request('GET', jobPath(id));
+}
+
+export async function getJobEvents(id: string): Promise<JobEvent[]> {
+  const r = await request<{ events: unknown[] }>('GET', `${jobPath(id)}/events`);
+  return (r.events ?? []).map(normalizeEvent).filter((e): e is JobEvent => e !== null);
+}
+
+export function retryJob(id: string): Promise<Job> {
+  return request('POST', `${jobPath(id)}/retry`);
+}
+
+export function cancelJob(id: string): Promise<Job> {
+  return request('POST', `${jobPath(id)}/cancel`);
+}
+
+export interface EnqueueInput {
+  kind: string;
+  queue?: string;
+  payload?: unknown;
+  priority?: number;
+  runAt?: string;
+  maxAttempts?: number;
+}
+
+export function enqueueJob(input: EnqueueInput): Promise<Job> {
+  return request('POST', '/api/jobs', { body: input });
+}
+
+export async function listWorkers(): Promise<WorkerInfo[]> {
+  const r = await request<{ workers: WorkerInfo[] }>('GET', '/api/workers');
+  return r.workers ?? [];
+}
+
+export function getHealth(): Promise<Health> {
+  return request('GET', '/api/health', { accept: [503] });
+}

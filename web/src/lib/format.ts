@@ -1,0 +1,71 @@
+// Formatting helpers: times, durations, numbers.
+
+const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+
+/** "18:04:05" today, "11-28 18:04:05" on other days, "—" for none. */
+export function fmtTime(iso: string | null | undefined, now = Date.now()): string {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso);
+  const t = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  const today = new Date(now);
+  if (d.toDateString() === today.toDateString()) return t;
+  return `${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${t}`;
+}
+
+/** "18:04:05.123", for event timelines. */
+export function fmtTimeMs(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso);
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
+}
+
+/** Full local date and time, for tooltips. */
+export function fmtDateTime(iso: string | null | undefined): string {
+  if (!iso) return '';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())} (${iso})`;
+}
+
+export function fmtDuration(ms: number | null | undefined): string {
+  if (ms == null || !Number.isFinite(ms)) return '—';
+  const a = Math.abs(ms);
+  if (a < 1000) return `${Math.round(ms)} ms`;
+  if (a < 60_000) return `${(ms / 1000).toFixed(a < 10_000 ? 1 : 0)} s`;
+  if (a < 3_600_000) return `${Math.floor(a / 60_000)}m ${Math.floor((a % 60_000) / 1000)}s`;
+  if (a < 86_400_000) return `${Math.floor(a / 3_600_000)}h ${Math.floor((a % 3_600_000) / 60_000)}m`;
+  return `${Math.floor(a / 86_400_000)}d ${Math.floor((a % 86_400_000) / 3_600_000)}h`;
+}
+
+/** "12s ago" / "in 4s". */
+export function fmtRelative(iso: string | null | undefined, now = Date.now()): string {
+  if (!iso) return '—';
+  const t = Date.parse(iso);
+  if (!Number.isFinite(t)) return String(iso);
+  const diff = t - now;
+  if (Math.abs(diff) < 1000) return 'now';
+  return diff < 0 ? `${fmtDuration(-diff)} ago` : `in ${fmtDuration(diff)}`;
+}
+
+const nf = new Intl.NumberFormat('en-US');
+export function fmtNumber(n: number | null | undefined): string {
+  return n == null || !Number.isFinite(n) ? '—' : nf.format(n);
+}
+
+export function fmtRate(n: number): string {
+  if (n === 0) return '0';
+  if (n < 10) return n.toFixed(1);
+  return nf.format(Math.round(n));
+}
+
+/** Payloads, results and errors as text, never as HTML. */
+export function toJson(x: unknown): string {
+  if (x === undefined) return '';
+  try {
+    return JSON.stringify(x, null, 2) ?? String(x);
+  } catch {
+    return String(x);
+  }
+}

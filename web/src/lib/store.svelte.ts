@@ -1,0 +1,134 @@
+// The board's live store: the one place that owns the stream.
+//
+//   EventSource ──► StreamClient (cursor, reconnect with backoff)
+//               ──► RecentIds (drop duplicates)
+//               ──► EventBatcher (one flush per animation frame)
+//               ──► #applyBatch: live job index → queue counts, rates/latency series,
+//                   recent-events feed, then every view's onBatch listener (jobs table, job
+//                   detail, workers) in the same frame, so Svelte renders once per frame.
+//
+// Queue counts are moved by status transitions as events come in (the index knows each job's
+// previous bucket) and re-fetched from /api/queues at most once a second while events arrive,
+// which corrects what events cannot tell (a scheduled job becoming due, a job we never saw).
+// The pure parts live in store-core.ts and are unit-tested in store.test.ts.
+
+import * as api from './api';
+import { ApiError } from './api';
+import { auth } from './auth.svelte';
+import {
+  applyTransition,
+  EventBatcher,
+  frameScheduler,
+  LiveIndex,
+  RateSeries,
+  RecentIds,
+  sortQueues,
+  StreamClient,
+} from './store-core';
+import { throttle } from './throttle';
+import type { Job, JobEvent, QueueCounts, StreamState } from './types';
+
+export type BatchListener = (batch: JobEvent[]) => void;
+
+const RECENT = 40;
+
+class BoardStore {
+  /** connecting → live → reconnecting → live …; shown in the header. */
+  streamState = $state<StreamState>('connecting');
+  /** The last `id:` cursor received (what a reconnect resumes from). */
+  lastEventId = $state<string | null>(null);
+  /** Events applied since the page loaded. */
+  eventCount = $state(0);
+  queues = $state<QueueCounts[]>([]);
+  queuesLoaded = $state(false);
+  queuesError = $state<unknown>(null);
+  /** The newest events, newest first (raw state: replaced whole each frame). */
+  recent = $state.raw<JobEvent[]>([]);
+  /** Bumps when the stream reopened without a cursor, so events may have been missed: views reload. */
+  resyncs = $state(0);
+
+  readonly index = new LiveIndex();
+  readonly rates = new RateSeries(300);
+  #seen = new RecentIds();
+  #listeners = new Set<BatchListener>();
+  #batcher = new EventBatcher<JobEvent>((b) => this.#applyBatch(b), frameScheduler);
+  #client: StreamClient | null = null;
+
+  /** Re-fetches /api/queues, at most once a second, always once after the last call. */
+  refreshQueues = throttle(() => this.#loadQueues(), 1000);
+
+  /** Opens the tab's single EventSource. Idempotent. */
+  start(): void {
+    if (this.#client) return;
+    this.#client = new StreamClient({
+      url: '/api/events',
+      createSource: (url) => new EventSource(url),
+      getToken: () => auth.token,
+      onState: (s) => (this.streamState = s),
+      onEvent: (ev) => {
+        if (!this.#seen.add(ev.eventId)) return;
+        this.#batcher.push(ev);
+      },
+      onOpen: ({ first, resumed }) => {
+        this.refreshQueues();
+        if (!first && !resumed) this.resyncs += 1;
+      },
+      // A hard failure may be a 401 (EventSource cannot tell us the status): an ordinary call
+      // will, and its 401 opens the token prompt.
+      onHardFailure: () => this.refreshQueues(),
+      canConnect: () => !auth.required,
+    });
+    this.#client.start();
+    auth.onChange(() => this.#client?.restart());
+    this.refreshQueues();
+  }
+
+  /** Called with every batch of events, once per frame. Returns the unsubscribe function. */
+  onBatch(fn: BatchListener): () => void {
+    this.#listeners.add(fn);
+    return () => this.#listeners.delete(fn);
+  }
+
+  /** Tells the index about jobs fetched over HTTP, so their next event moves the right count. */
+  noteJobs(jobs: Job[]): void {
+    const now = Date.now();
+    for (const j of jobs) this.index.seed(j, now);
+  }
+
+  async #loadQueues(): Promise<void> {
+    try {
+      const qs = await api.listQueues();
+      this.queues = sortQueues(qs);
+      this.queuesLoaded = true;
+      this.queuesError = null;
+    } catch (e) {
+      this.queuesError = e;
+      if (e instanceof ApiError && e.status === 401) this.queuesLoaded = false;
+    }
+  }
+
+  #applyBatch(batch: JobEvent[]): void {
+    const now = Date.now();
+    const queues = this.queues;
+    for (const ev of batch) {
+      const t = this.index.apply(ev, now);
+      applyTransition(queues, t);
+      this.rates.add(ev, now);
+    }
+    this.lastEventId = this.#client?.lastId ?? null;
+    this.eventCount += batch.length;
+    const newest = batch.slice(-RECENT).reverse(); // a copy: listeners get the batch in order
+    this.recent = [...newest, ...this.recent].slice(0, RECENT);
+
+    for (const fn of this.#listeners) {
+      try {
+        fn(batch);
+      } catch (e) {
+        console.error('board: batch listener failed', e);
+      }
+    }
+    this.refreshQueues();
+  }
+}
+
+export const board = new BoardStore();
