@@ -3,6 +3,7 @@ import { pino, type Logger } from 'pino';
 export type { Logger };
 
 /** The process logger; HERALD_LOG_LEVEL=debug shows every poll, claim, renewal and completion. */
-export function createLogger(level = process.env.HERALD_LOG_LEVEL || 'info', name = 'herald'): Logger {
-  return pino({ name, level });
+export function createLogger(level = process.env.HERALD_LOG_LEVEL || 'info', opts: { stderr?: boolean } = {}): Logger {
+  // Commands that print results on stdout (enqueue) log to stderr instead.
+  return pino({ name: 'herald', level }, pino.destination(opts.stderr ? 2 : 1));
 }
