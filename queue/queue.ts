@@ -43,6 +43,8 @@ export interface ClaimRequest {
   /** Queues to take from; undefined or empty = all. */
   queues?: string[];
   capabilities?: string[];
+  /** Kinds to take (the worker's tasks); undefined = any. */
+  kinds?: string[];
   limit: number;
   leaseMs?: number;
   /** The liveness lock key the worker holds on its listener session, if any. */
@@ -202,14 +204,17 @@ export class Queue {
     const queues = req.queues?.length ? req.queues : null;
     const { rows } = await this.pool.query({
       ...claimJobs,
-      values: [queues, req.capabilities ?? [], req.limit, req.worker, req.ownerLock ?? null, req.leaseMs ?? this.leaseMs],
+      values: [
+        queues, req.capabilities ?? [], req.limit, req.worker, req.ownerLock ?? null, req.leaseMs ?? this.leaseMs,
+        req.kinds ?? null,
+      ],
     });
     return rows.map(toJob).sort((a, b) => b.priority - a.priority || Number(BigInt(a.id) - BigInt(b.id)));
   }
 
   /** When the next scheduled job for these queues becomes runnable, or null. */
-  async nextRunAt(queues?: string[], capabilities: string[] = []): Promise<Date | null> {
-    const { rows } = await this.pool.query({ ...nextRunAt, values: [queues?.length ? queues : null, capabilities] });
+  async nextRunAt(queues?: string[], capabilities: string[] = [], kinds?: string[]): Promise<Date | null> {
+    const { rows } = await this.pool.query({ ...nextRunAt, values: [queues?.length ? queues : null, capabilities, kinds ?? null] });
     return rows[0]?.at ?? null;
   }
 

@@ -35,18 +35,18 @@ type Handler = (payload: unknown) => unknown;
 class FloorWorker {
   readonly #pool: pg.Pool;
   readonly #listener: pg.Client;
+  readonly #handler: Handler;
+  readonly #onCompleted: (n: number) => void;
   readonly #idle: Array<() => void> = [];
   #notified = 0; // bumps on every notification, so a loop can tell it raced one
   #stopping = false;
   done: Promise<unknown> = Promise.resolve();
 
-  constructor(
-    databaseUrl: string,
-    private readonly handler: Handler,
-    private readonly onCompleted: (n: number) => void = () => {},
-  ) {
+  constructor(databaseUrl: string, handler: Handler, onCompleted: (n: number) => void = () => {}) {
     this.#pool = new pg.Pool({ connectionString: databaseUrl, max: CONCURRENCY });
     this.#listener = new pg.Client({ connectionString: databaseUrl });
+    this.#handler = handler;
+    this.#onCompleted = onCompleted;
   }
 
   async start(): Promise<void> {
@@ -69,9 +69,9 @@ class FloorWorker {
         continue;
       }
       if (rows.length === BATCH) this.#idle.shift()?.(); // probably more waiting: fan out
-      for (const row of rows) await this.handler(row.payload);
+      for (const row of rows) await this.#handler(row.payload);
       await this.#pool.query(COMPLETE, [rows.map((r) => r.id)]);
-      this.onCompleted(rows.length);
+      this.#onCompleted(rows.length);
     }
   }
 

@@ -1,8 +1,9 @@
 import { leaseFromNow, statement } from './statement.ts';
 
 // THE claim: up to $3 runnable jobs in priority order, skipping rows other workers hold,
-// restricted to the worker's queues ($1, NULL = all) and to jobs whose `requires` tags are
-// a subset of its capabilities ($2). One statement, one round trip, one trigger call.
+// restricted to the worker's queues ($1, NULL = all), to the kinds it has tasks for ($7,
+// NULL = any) and to jobs whose `requires` tags are a subset of its capabilities ($2).
+// One statement, one round trip, one trigger call.
 export const claimJobs = statement(
   'claim',
   `
@@ -13,6 +14,7 @@ WITH picked AS (
     AND available_at <= now()
     AND ($1::text[] IS NULL OR queue = ANY($1::text[]))
     AND requires <@ $2::text[]
+    AND ($7::text[] IS NULL OR kind = ANY($7::text[]))
   ORDER BY priority DESC NULLS LAST, available_at, created_at, id
   LIMIT $3
   FOR UPDATE SKIP LOCKED
@@ -38,5 +40,6 @@ SELECT min(available_at) AS at
 FROM herald.jobs
 WHERE status = 'queued' AND available_at > now()
   AND ($1::text[] IS NULL OR queue = ANY($1::text[]))
-  AND requires <@ $2::text[]`,
+  AND requires <@ $2::text[]
+  AND ($3::text[] IS NULL OR kind = ANY($3::text[]))`,
 );
