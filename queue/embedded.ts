@@ -77,7 +77,10 @@ async function ensureDatabase(port: number, database: string): Promise<void> {
  * Starts (or joins) the embedded cluster in `dir`. Throws an Error whose message is one
  * line saying what is wrong: disk, port, or a data dir from another PostgreSQL major.
  */
-export async function startEmbedded(dir: string, opts: { database?: string; onLog?: (line: string) => void } = {}): Promise<EmbeddedPostgres> {
+export async function startEmbedded(
+  dir: string,
+  opts: { database?: string; port?: number; onLog?: (line: string) => void } = {},
+): Promise<EmbeddedPostgres> {
   const dataDir = path.resolve(dir);
   const pgdata = path.join(dataDir, 'pgdata');
   const database = opts.database ?? 'herald';
@@ -100,7 +103,8 @@ export async function startEmbedded(dir: string, opts: { database?: string; onLo
   const EmbeddedPostgresClass = await importWithoutExitHooks();
   fs.mkdirSync(dataDir, { recursive: true });
   let log = '';
-  const port = await freePort();
+  // A fixed port lets a restarted cluster keep its URL (the chaos test restarts it).
+  const port = opts.port ?? (await freePort());
   const instance = new EmbeddedPostgresClass({
     databaseDir: pgdata,
     port,

@@ -40,7 +40,7 @@ export function fromPgError(err: unknown): unknown {
     return new ValidationError(CONSTRAINT_MESSAGES[e.constraint] ?? `rejected by check ${e.constraint}`);
   }
   if (e.code === '22003') return new ValidationError(`number out of range: ${e.message}`);
-  if (['22P02', '22007', '22008', '22023', '22004', '23502'].includes(e.code)) {
+  if (['22P02', '22P05', '22021', '22007', '22008', '22023', '22004', '23502'].includes(e.code)) {
     return new ValidationError(`invalid value: ${e.message}`);
   }
   return err;

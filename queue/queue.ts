@@ -125,10 +125,28 @@ export class Queue {
   readonly backoffBaseMs: number;
   readonly backoffMaxMs: number;
 
+  /** Named (server-side prepared) statements; switched off by itself behind a transaction pooler. */
+  private prepared = true;
+
   constructor(readonly pool: pg.Pool, opts: QueueOptions = {}) {
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.backoffBaseMs = opts.backoffBaseMs ?? 1_000;
     this.backoffMaxMs = opts.backoffMaxMs ?? 3_600_000;
+  }
+
+  // A transaction pooler (pgbouncer < 1.21 in transaction mode) hands each statement to any
+  // server connection, where our prepared statement may not exist (26000) or already exist
+  // (42P05). Neither error ran anything, so fall back to unnamed statements for good and retry.
+  private async exec(db: Executor, config: pg.QueryConfig) {
+    if (!this.prepared) return db.query({ text: config.text, values: config.values });
+    try {
+      return await db.query(config);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code !== '26000' && code !== '42P05') throw err;
+      this.prepared = false;
+      return db.query({ text: config.text, values: config.values });
+    }
   }
 
   // ---- producing -------------------------------------------------------------------------
@@ -154,7 +172,7 @@ export class Queue {
   }
 
   private async insert(db: Executor, records: ReturnType<typeof toRecord>[]): Promise<Enqueued[]> {
-    const { rows } = await db.query({ ...enqueueJobs, values: [JSON.stringify(records)] });
+    const { rows } = await this.exec(db, { ...enqueueJobs, values: [JSON.stringify(records)] });
     rows.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
     // Inserted rows follow input order; an input whose key already existed (before, or
     // earlier in this batch) has no row and is looked up instead.
@@ -181,7 +199,7 @@ export class Queue {
     const existing = new Map<string, Job>();
     const batchCreated = new Map(out.filter((e): e is Enqueued => !!e).map((e) => [e.job.idempotencyKey, e.job]));
     if (missing.length) {
-      const found = await db.query({ ...jobsByIdempotencyKey, values: [missing] });
+      const found = await this.exec(db, { ...jobsByIdempotencyKey, values: [missing] });
       for (const row of found.rows) existing.set(row.idempotency_key, toJob(row));
     }
     return records.map((r, i) => {
@@ -202,7 +220,7 @@ export class Queue {
 
   async claim(req: ClaimRequest): Promise<Job[]> {
     const queues = req.queues?.length ? req.queues : null;
-    const { rows } = await this.pool.query({
+    const { rows } = await this.exec(this.pool, {
       ...claimJobs,
       values: [
         queues, req.capabilities ?? [], req.limit, req.worker, req.ownerLock ?? null, req.leaseMs ?? this.leaseMs,
@@ -214,7 +232,7 @@ export class Queue {
 
   /** When the next scheduled job for these queues becomes runnable, or null. */
   async nextRunAt(queues?: string[], capabilities: string[] = [], kinds?: string[]): Promise<Date | null> {
-    const { rows } = await this.pool.query({ ...nextRunAt, values: [queues?.length ? queues : null, capabilities, kinds ?? null] });
+    const { rows } = await this.exec(this.pool, { ...nextRunAt, values: [queues?.length ? queues : null, capabilities, kinds ?? null] });
     return rows[0]?.at ?? null;
   }
 
@@ -223,7 +241,7 @@ export class Queue {
     const held = new Set<string>();
     const cancelRequested = new Set<string>();
     if (leases.length === 0) return { held, cancelRequested };
-    const { rows } = await this.pool.query({
+    const { rows } = await this.exec(this.pool, {
       ...renewLeases,
       values: [leases.map((l) => l.id), leases.map((l) => l.attempt), worker, leaseMs],
     });
@@ -237,7 +255,7 @@ export class Queue {
   /** Reports progress (0..100). Returns false when the lease was lost. */
   async progress(worker: string, lease: Lease, percent: number, message: string | null = null): Promise<{ held: boolean; cancelRequested: boolean }> {
     if (!Number.isFinite(percent) || percent < 0 || percent > 100) throw new ValidationError('progress percent must be a number from 0 to 100');
-    const { rows } = await this.pool.query({
+    const { rows } = await this.exec(this.pool, {
       ...reportProgress,
       values: [lease.id, lease.attempt, worker, percent, message, this.leaseMs],
     });
@@ -247,7 +265,7 @@ export class Queue {
   /** Marks jobs succeeded; returns the ids whose lease was lost (nothing was written for them). */
   async complete(worker: string, done: (Lease & { result: unknown })[]): Promise<string[]> {
     if (done.length === 0) return [];
-    const { rows } = await this.pool.query({
+    const { rows } = await this.exec(this.pool, {
       ...completeJobs,
       values: [done.map((d) => d.id), done.map((d) => d.attempt), worker, done.map((d) => JSON.stringify(d.result ?? null))],
     });
@@ -260,7 +278,7 @@ export class Queue {
    */
   async fail(worker: string, failed: (Lease & { error: unknown; final?: boolean })[]): Promise<string[]> {
     if (failed.length === 0) return [];
-    const { rows } = await this.pool.query({
+    const { rows } = await this.exec(this.pool, {
       ...failJobs,
       values: [
         failed.map((f) => f.id),
@@ -278,7 +296,7 @@ export class Queue {
   /** Hands jobs back to the queue without using up their attempt (graceful shutdown). */
   async release(worker: string, leases: Lease[]): Promise<string[]> {
     if (leases.length === 0) return [];
-    const { rows } = await this.pool.query({
+    const { rows } = await this.exec(this.pool, {
       ...releaseJobs,
       values: [leases.map((l) => l.id), leases.map((l) => l.attempt), worker],
     });
@@ -288,14 +306,14 @@ export class Queue {
   // ---- administration ---------------------------------------------------------------------
 
   async cancel(id: string): Promise<Job> {
-    const { rows } = await this.pool.query({ ...cancelJob, values: [id] });
+    const { rows } = await this.exec(this.pool, { ...cancelJob, values: [id] });
     if (rows[0]) return toJob(rows[0]);
     const job = await this.mustGet(id);
     throw new ConflictError(`job ${id} is already ${job.status}; only queued or running jobs can be cancelled`);
   }
 
   async retry(id: string): Promise<Job> {
-    const { rows } = await this.pool.query({ ...retryJob, values: [id] });
+    const { rows } = await this.exec(this.pool, { ...retryJob, values: [id] });
     if (rows[0]) return toJob(rows[0]);
     const job = await this.mustGet(id);
     if (job.status === 'failed' || job.status === 'cancelled') {
@@ -306,7 +324,7 @@ export class Queue {
 
   /** Requeues (or fails) running jobs whose lease expired or whose owner died. One reaper at a time. */
   async reap(limit = 1000): Promise<{ requeued: number; failed: number; cancelled: number }> {
-    const { rows } = await this.pool.query({ ...reapJobs, values: [limit] });
+    const { rows } = await this.exec(this.pool, { ...reapJobs, values: [limit] });
     const count = (s: JobStatus) => rows.filter((r) => r.status === s).length;
     return { requeued: count('queued'), failed: count('failed'), cancelled: count('cancelled') };
   }
@@ -315,7 +333,7 @@ export class Queue {
   async cleanup(olderThanMs: number, batchSize = 1000): Promise<number> {
     let total = 0;
     for (;;) {
-      const { rowCount } = await this.pool.query({ ...deleteFinishedJobs, values: [olderThanMs, batchSize] });
+      const { rowCount } = await this.exec(this.pool, { ...deleteFinishedJobs, values: [olderThanMs, batchSize] });
       total += rowCount ?? 0;
       if ((rowCount ?? 0) < batchSize) return total;
     }
@@ -324,7 +342,7 @@ export class Queue {
   // ---- reading ----------------------------------------------------------------------------
 
   async get(id: string): Promise<Job | null> {
-    const { rows } = await this.pool.query({ ...getJob, values: [id] });
+    const { rows } = await this.exec(this.pool, { ...getJob, values: [id] });
     return rows[0] ? toJob(rows[0]) : null;
   }
 
@@ -336,7 +354,7 @@ export class Queue {
 
   async list(f: { queue?: string; status?: JobStatus; kind?: string; before?: string; limit?: number } = {}): Promise<{ jobs: Job[]; next: string | null }> {
     const limit = f.limit ?? 50;
-    const { rows } = await this.pool.query({
+    const { rows } = await this.exec(this.pool, {
       ...listJobs,
       values: [f.queue ?? null, f.status ?? null, f.kind ?? null, f.before ?? null, limit + 1],
     });
@@ -345,17 +363,17 @@ export class Queue {
   }
 
   async counts(): Promise<QueueCount[]> {
-    return (await this.pool.query(queueCounts)).rows;
+    return (await this.exec(this.pool, queueCounts)).rows;
   }
 
   async events(jobId: string): Promise<JobEvent[]> {
-    return (await this.pool.query({ ...jobEvents, values: [jobId] })).rows.map(toEvent);
+    return (await this.exec(this.pool, { ...jobEvents, values: [jobId] })).rows.map(toEvent);
   }
 
   /** Events after `after`, gap-free (see sql/feed.ts), optionally for one job or queue. */
   async feed(after: Cursor = START, limit = 1000, filter: { jobId?: string; queue?: string } = {}): Promise<JobEvent[]> {
     const filtered = filter.jobId !== undefined || filter.queue !== undefined;
-    const { rows } = await this.pool.query(
+    const { rows } = await this.exec(this.pool, 
       filtered
         ? { ...readFeedFiltered, values: [after.tx, after.id, limit, filter.jobId ?? null, filter.queue ?? null] }
         : { ...readFeed, values: [after.tx, after.id, limit] },
@@ -365,17 +383,17 @@ export class Queue {
 
   /** The newest feed position: where a live-only stream starts. */
   async head(): Promise<Cursor> {
-    const { rows } = await this.pool.query(feedHead);
+    const { rows } = await this.exec(this.pool, feedHead);
     return rows[0] ? { tx: rows[0].tx, id: rows[0].id } : START;
   }
 
   async workers(): Promise<{ worker: string; running: number; since: string; jobs: string[] }[]> {
-    const { rows } = await this.pool.query(runningByWorker);
+    const { rows } = await this.exec(this.pool, runningByWorker);
     return rows.map((r) => ({ ...r, since: r.since.toISOString() }));
   }
 
   async tableStats(): Promise<{ name: string; liveTuples: number; deadTuples: number; lastAutovacuum: string | null; lastVacuum: string | null }[]> {
-    const { rows } = await this.pool.query(tableStats);
+    const { rows } = await this.exec(this.pool, tableStats);
     return rows.map((r) => ({
       name: r.name,
       liveTuples: r.live_tuples,

@@ -48,7 +48,7 @@ const NAME_PATTERN = `'^[A-Za-z0-9_.:-]{1,128}$'`;
 export const jobs = herald.table(
   'jobs',
   {
-    id: bigint('id', { mode: 'string' }).primaryKey().generatedAlwaysAsIdentity(),
+    id: bigint('id', { mode: 'bigint' }).primaryKey().generatedAlwaysAsIdentity(),
     queue: text('queue').notNull().default('default'),
     kind: text('kind').notNull(),
     payload: jsonb('payload').notNull().default({}),
@@ -115,8 +115,8 @@ export const jobs = herald.table(
 export const jobEvents = herald.table(
   'job_events',
   {
-    id: bigint('id', { mode: 'string' }).primaryKey().generatedAlwaysAsIdentity(),
-    jobId: bigint('job_id', { mode: 'string' }).notNull(),
+    id: bigint('id', { mode: 'bigint' }).primaryKey().generatedAlwaysAsIdentity(),
+    jobId: bigint('job_id', { mode: 'bigint' }).notNull(),
     tx: xid8('tx').notNull().default(sql`pg_current_xact_id()`),
     at: tstz('at').notNull().defaultNow(),
     queue: text('queue').notNull(),

@@ -1,0 +1,81 @@
+// A `herald` child process for cross-process tests: spawned with its own env, its pino lines
+// parsed, and waitable by log line or exit.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'herald.js');
+
+export interface LogLine {
+  level?: number;
+  msg?: string;
+  [k: string]: unknown;
+}
+
+export class HeraldProcess {
+  readonly child: ChildProcess;
+  readonly lines: LogLine[] = [];
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private waiters: { test: (l: LogLine) => boolean; resolve: (l: LogLine) => void }[] = [];
+
+  constructor(args: string[], env: Record<string, string | undefined>) {
+    this.child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, HERALD_LOG_LEVEL: 'info', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    for (const stream of [this.child.stdout!, this.child.stderr!]) {
+      readline.createInterface({ input: stream }).on('line', (text) => this.onLine(text));
+    }
+    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
+  }
+
+  private onLine(text: string): void {
+    let line: LogLine;
+    try {
+      line = JSON.parse(text);
+    } catch {
+      line = { msg: text };
+    }
+    this.lines.push(line);
+    this.waiters = this.waiters.filter((w) => {
+      if (!w.test(line)) return true;
+      w.resolve(line);
+      return false;
+    });
+  }
+
+  /** Resolves with the first log line (past or future) that passes `test`. */
+  waitFor(test: (l: LogLine) => boolean, timeoutMs = 30_000): Promise<LogLine> {
+    const seen = this.lines.find(test);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timed out waiting for a log line; last lines:\n${this.tail()}`)), timeoutMs);
+      this.waiters.push({ test, resolve: (l) => { clearTimeout(timer); resolve(l); } });
+      this.exited.then(({ code, signal }) => {
+        clearTimeout(timer);
+        reject(new Error(`process exited (${code ?? signal}) before the awaited log line:\n${this.tail()}`));
+      });
+    });
+  }
+
+  waitForMessage(pattern: RegExp, timeoutMs?: number): Promise<LogLine> {
+    return this.waitFor((l) => typeof l.msg === 'string' && pattern.test(l.msg), timeoutMs);
+  }
+
+  tail(n = 15): string {
+    return this.lines.slice(-n).map((l) => JSON.stringify(l)).join('\n');
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGTERM'): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+  }
+
+  /** SIGKILL if still running; for afterAll cleanup. */
+  async dispose(): Promise<void> {
+    this.kill('SIGKILL');
+    await this.exited;
+  }
+}
+
+export const spawnHerald = (args: string[], env: Record<string, string | undefined>) => new HeraldProcess(args, env);
