@@ -46,7 +46,8 @@ function runUntilSignal(log: Logger, parts: Stoppable[], db: Database): void {
 
 async function boot(config: HeraldConfig, log: Logger): Promise<Database> {
   const db = await openDatabase({ databaseUrl: config.databaseUrl, listenUrl: config.listenUrl, dataDir: config.dataDir, logger: log });
-  await migrate(db.url);
+  // Migrations hold a session advisory lock: run them on the direct session, not a pooler.
+  await migrate(db.listenUrl);
   return db;
 }
 

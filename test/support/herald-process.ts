@@ -20,8 +20,14 @@ export class HeraldProcess {
   private waiters: { test: (l: LogLine) => boolean; resolve: (l: LogLine) => void }[] = [];
 
   constructor(args: string[], env: Record<string, string | undefined>) {
+    // An undefined value unsets a variable the test process has (DATABASE_URL, say).
+    const merged: NodeJS.ProcessEnv = { ...process.env, HERALD_LOG_LEVEL: 'info' };
+    for (const [k, v] of Object.entries(env)) {
+      if (v === undefined) delete merged[k];
+      else merged[k] = v;
+    }
     this.child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, HERALD_LOG_LEVEL: 'info', ...env },
+      env: merged,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     for (const stream of [this.child.stdout!, this.child.stderr!]) {

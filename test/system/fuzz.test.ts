@@ -1,0 +1,157 @@
+// Bad input: 10,000 generated requests (fast-check) across every route, method, header, query
+// string and body shape. Every answer is a success or a 4xx, never a 5xx or a hang, and the
+// database ends up holding exactly what the accepted requests wrote.
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import type { HeraldProcess } from '../support/herald-process.ts';
+import { startServer } from './support.ts';
+import { writeReport } from './report.ts';
+
+const RUNS = 10_000;
+const TOKENS = { viewer: 'fz-viewer', producer: 'fz-producer', admin: 'fz-admin' };
+
+let db: TestDatabase;
+let server: { proc: HeraldProcess; url: string };
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  server = await startServer({
+    DATABASE_URL: db.url,
+    HERALD_TOKENS: `viewer:${TOKENS.viewer},producer:${TOKENS.producer},admin:${TOKENS.admin}`,
+    HERALD_LOG_LEVEL: 'warn',
+  });
+});
+afterAll(async () => {
+  await server?.proc.dispose();
+  await db?.drop();
+});
+
+// Strings that tend to break things, mixed with arbitrary ones.
+const nasty = fc.oneof(
+  fc.string({ maxLength: 40 }),
+  fc.string({ unit: 'grapheme', maxLength: 20 }),
+  fc.constantFrom('', ' ', '0', '-1', '1e309', 'NaN', 'null', 'true', '[]', '{}', '\u0000', '%00', '../../etc/passwd',
+    `'; DROP TABLE herald.jobs; --`, '<script>x</script>', '9'.repeat(30), 'a'.repeat(129), '1.2', '18446744073709551616.1'),
+);
+const smallInt = fc.oneof(fc.integer({ min: -40_000, max: 40_000 }), fc.constantFrom(0, 1, 1000, 1001, 32767, 32768, -32768, -32769));
+const name = fc.oneof(fc.stringMatching(/^[A-Za-z0-9_.:-]{1,12}$/), nasty);
+
+const jobBody = fc.record(
+  {
+    kind: fc.oneof(fc.constantFrom('echo', 'sleep', 'fail'), name, fc.integer(), fc.constant(null)),
+    queue: fc.oneof(fc.constantFrom('default', 'fuzz'), name, fc.integer()),
+    payload: fc.oneof(fc.jsonValue({ maxDepth: 3 }), nasty),
+    priority: fc.oneof(smallInt, fc.double(), nasty),
+    runAt: fc.oneof(fc.date({ noInvalidDate: true }).map((d) => d.toISOString()), nasty, fc.integer()),
+    maxAttempts: fc.oneof(smallInt, nasty),
+    requires: fc.oneof(fc.array(name, { maxLength: 40 }), nasty),
+    idempotencyKey: fc.oneof(fc.stringMatching(/^k[0-9]{1,2}$/), nasty, fc.constant(null)),
+    extra: fc.jsonValue({ maxDepth: 1 }),
+  },
+  { requiredKeys: [] },
+);
+
+const body = fc.oneof(
+  { weight: 5, arbitrary: jobBody.map((b) => JSON.stringify(b)) },
+  { weight: 2, arbitrary: fc.array(jobBody, { maxLength: 5 }).map((jobs) => JSON.stringify({ jobs })) },
+  { weight: 1, arbitrary: fc.jsonValue().map((v) => JSON.stringify(v)) },
+  { weight: 1, arbitrary: nasty },
+  { weight: 1, arbitrary: fc.constant(undefined) },
+);
+
+const idPart = fc.oneof(fc.constant('@existing'), fc.bigInt({ min: 0n, max: 10n ** 20n }).map(String), nasty.map(encodeURIComponent));
+const path = fc.oneof(
+  fc.constant('/api/jobs'),
+  fc.constant('/api/jobs/batch'),
+  idPart.map((id) => `/api/jobs/${id}`),
+  idPart.map((id) => `/api/jobs/${id}/events`),
+  idPart.map((id) => `/api/jobs/${id}/cancel`),
+  idPart.map((id) => `/api/jobs/${id}/retry`),
+  fc.constantFrom('/api/queues', '/api/workers', '/api/health', '/metrics', '/api/events', '/api/openapi.json', '/', '/api/nope'),
+);
+const query = fc.array(
+  fc.tuple(
+    fc.constantFrom('queue', 'status', 'kind', 'limit', 'before', 'wait', 'lastEventId', 'job', 'token', 'x'),
+    fc.oneof(nasty, fc.integer({ min: -5, max: 70_000 }).map(String), fc.constantFrom('queued', 'failed', '0', '25', '500', '501')),
+  ),
+  { maxLength: 4 },
+);
+const request = fc.record({
+  method: fc.constantFrom('GET', 'POST', 'POST', 'PUT', 'DELETE', 'PATCH'),
+  path,
+  query,
+  body,
+  token: fc.constantFrom(undefined, TOKENS.viewer, TOKENS.producer, TOKENS.admin, TOKENS.admin, 'bogus', ''),
+  contentType: fc.constantFrom('application/json', 'application/json', 'text/plain', 'application/x-www-form-urlencoded', undefined),
+  idempotencyKey: fc.option(fc.oneof(fc.stringMatching(/^k[0-9]{1,2}$/), nasty.filter((s) => /^[\x20-\x7e]*$/.test(s)))),
+  lastEventId: fc.option(nasty.filter((s) => /^[\x20-\x7e]*$/.test(s))),
+});
+
+describe('fuzz', () => {
+  it(`answers ${RUNS} malformed requests with success or 4xx, and writes only what it accepted`, async () => {
+    const requests = fc.sample(request, { numRuns: RUNS, seed: 20261129 });
+    const created = new Set<string>();
+    const expectedStatus = new Map<string, string>();
+    const serverErrors: string[] = [];
+    const byClass: Record<string, number> = {};
+
+    for (const r of requests) {
+      const known = [...created];
+      const p = r.path.replace('@existing', known.length ? known[known.length % 7 % known.length] : '1');
+      // ?wait holds the reply while no worker runs: keep accepted waits short, as a client would.
+      const qs = r.query.map(([k, v]) => [k, k === 'wait' && /^\d+$/.test(v) && Number(v) <= 60_000 ? String(Number(v) % 50) : v]);
+      const url = `${server.url}${p}${qs.length ? `?${new URLSearchParams(qs)}` : ''}`;
+      const headers: Record<string, string> = {};
+      if (r.token !== undefined) headers.authorization = `Bearer ${r.token}`;
+      if (r.contentType && r.body !== undefined) headers['content-type'] = r.contentType;
+      if (r.idempotencyKey) headers['idempotency-key'] = r.idempotencyKey;
+      if (r.lastEventId) headers['last-event-id'] = r.lastEventId;
+      const ac = new AbortController();
+      const timer = setTimeout(() => ac.abort(), 70_000);
+      let status: number;
+      let json: unknown = null;
+      try {
+        const res = await fetch(url, {
+          method: r.method,
+          headers,
+          body: r.method === 'GET' ? undefined : r.body,
+          signal: ac.signal,
+          redirect: 'manual',
+        });
+        status = res.status;
+        if (res.headers.get('content-type')?.includes('text/event-stream')) ac.abort();
+        else json = await res.json().catch(() => null);
+      } catch (err) {
+        serverErrors.push(`${r.method} ${url}: ${(err as Error).message}`);
+        continue;
+      } finally {
+        clearTimeout(timer);
+      }
+      byClass[`${Math.floor(status / 100)}xx`] = (byClass[`${Math.floor(status / 100)}xx`] ?? 0) + 1;
+      if (status >= 500) serverErrors.push(`${r.method} ${url} ${r.body?.slice(0, 200)} → ${status} ${JSON.stringify(json)}`);
+      if (r.method !== 'POST' || status >= 300) continue;
+      // Book-keeping of what an accepted write did.
+      const j = json as { id?: string; status?: string; jobs?: { id: string; status: string }[] };
+      if (/^\/api\/jobs\/?$/.test(p.split('?')[0]) && j.id) {
+        if (status === 201) created.add(j.id);
+        expectedStatus.set(j.id, j.status!);
+      } else if (p.startsWith('/api/jobs/batch') && j.jobs) {
+        for (const job of j.jobs) {
+          created.add(job.id);
+          expectedStatus.set(job.id, job.status);
+        }
+      } else if (/\/(cancel|retry)$/.test(p) && j.id) {
+        expectedStatus.set(j.id, j.status!);
+      }
+    }
+
+    const { rows } = await db.pool.query(`SELECT id::text, status FROM herald.jobs ORDER BY id`);
+    writeReport('fuzz', { requests: RUNS, responses: byClass, serverErrors: serverErrors.length, jobsCreated: created.size });
+    expect(serverErrors).toEqual([]);
+    expect(rows.map((r) => r.id).sort()).toEqual([...created].sort());
+    for (const row of rows) expect(row.status, `job ${row.id}`).toBe(expectedStatus.get(row.id));
+    expect(byClass['2xx']).toBeGreaterThan(100);
+    expect(byClass['4xx']).toBeGreaterThan(1000);
+  });
+});

@@ -1,0 +1,112 @@
+// Load: 1,000 SSE clients stay connected while 2,000 jobs/s are enqueued over HTTP for 60 s.
+// No 5xx, stream lag stays bounded, server memory stays bounded.
+import fs from 'node:fs';
+import autocannon from 'autocannon';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import type { HeraldProcess } from '../support/herald-process.ts';
+import { StreamRecorder, sleep, startServer, waitUntil } from './support.ts';
+import { writeReport } from './report.ts';
+
+const CLIENTS = 1_000;
+const FIREHOSE = 10; // unfiltered clients; the rest follow one queue each, as a board tab on a queue does
+const QUEUES = 50;
+const RATE = 2_000;
+const SECONDS = Number(process.env.HERALD_LOAD_SECONDS ?? 60);
+
+let db: TestDatabase;
+let server: { proc: HeraldProcess; url: string };
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  server = await startServer({ DATABASE_URL: db.url, HERALD_LOG_LEVEL: 'warn' });
+});
+afterAll(async () => {
+  await server?.proc.dispose();
+  await db?.drop();
+});
+
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Math.round(Number(m![1]) / 1024);
+}
+
+describe('load', () => {
+  it(`keeps ${CLIENTS} SSE clients live under ${RATE} enqueues/s for ${SECONDS} s`, async () => {
+    const pid = server.proc.child.pid!;
+    const clients = Array.from(
+      { length: CLIENTS },
+      (_, i) => new StreamRecorder(() => server.url, { from: '0', query: i < FIREHOSE ? '' : `queue=load-${i % QUEUES}` }),
+    );
+    await sleep(3_000);
+    const rssBefore = rssMb(pid);
+
+    const lags: number[] = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const h = await fetch(`${server.url}/api/health`).then((r) => r.json()).catch(() => null);
+        if (h && typeof h.streamLagMs === 'number') lags.push(h.streamLagMs);
+        await sleep(1_000);
+      }
+    })();
+
+    let n = 0;
+    const result = await autocannon({
+      url: server.url,
+      connections: 64,
+      overallRate: RATE,
+      duration: SECONDS,
+      requests: [
+        {
+          method: 'POST',
+          path: '/api/jobs',
+          headers: { 'content-type': 'application/json' },
+          setupRequest: (req) => ({ ...req, body: JSON.stringify({ kind: 'echo', queue: `load-${n++ % QUEUES}`, payload: { n } }) }),
+        },
+      ],
+    });
+    const rssAfter = rssMb(pid);
+    sampling = false;
+    await sampler;
+
+    // Every client gets every event it asked for, eventually.
+    const { rows } = await db.pool.query(`SELECT queue, count(*)::int AS n FROM herald.job_events GROUP BY queue`);
+    const perQueue = new Map(rows.map((r) => [r.queue, r.n]));
+    const total = rows.reduce((s, r) => s + r.n, 0);
+    await waitUntil(
+      () => clients.every((c, i) => c.events.length >= (i < FIREHOSE ? total : perQueue.get(`load-${i % QUEUES}`) ?? 0)),
+      120_000,
+      'every SSE client to receive its events',
+      500,
+    );
+    const reconnects = clients.reduce((s, c) => s + c.reconnects, 0);
+    const duplicates = clients.filter((c) => new Set(c.events.map((e) => e.eventId)).size !== c.events.length).length;
+    await Promise.all(clients.map((c) => c.stop()));
+
+    const figures = {
+      clients: CLIENTS,
+      firehoseClients: FIREHOSE,
+      seconds: SECONDS,
+      requests: result.requests.total,
+      requestsPerSecond: Math.round(result.requests.average),
+      non2xx: result.non2xx,
+      errors: result.errors,
+      timeouts: result.timeouts,
+      latencyMs: { p50: result.latency.p50, p99: result.latency.p99 },
+      rssMbBefore: rssBefore,
+      rssMbAfter: rssAfter,
+      streamLagMs: { max: Math.max(0, ...lags), samples: lags.length },
+      sseReconnects: reconnects,
+      eventsWritten: total,
+    };
+    writeReport('load', figures);
+    expect(result.errors).toBe(0);
+    expect(result['5xx']).toBe(0);
+    expect(result.non2xx).toBe(0);
+    expect(result.requests.total).toBeGreaterThan(RATE * SECONDS * 0.9);
+    expect(duplicates).toBe(0);
+    expect(Math.max(0, ...lags)).toBeLessThan(10_000);
+    expect(rssAfter).toBeLessThan(1_024);
+  });
+});
