@@ -1,0 +1,87 @@
+// Builds the Fastify instance: security headers, SSE, OpenAPI, auth, errors, routes, board.
+// It takes its collaborators ready-made (see index.ts), so tests can inject into it directly.
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import helmet from '@fastify/helmet';
+import sse, { type SSEPluginOptions } from '@fastify/sse';
+import type { Logger } from 'pino';
+import type { ServerContext } from './context.ts';
+import { installAuth, type Tokens } from './auth.ts';
+import { installErrorHandlers } from './errors.ts';
+import { sharedSchemas } from './schemas.ts';
+import { registerBoard } from './board.ts';
+import { registerDocs, registerOpenApi } from './routes/docs.ts';
+import { enqueueRoutes } from './routes/enqueue.ts';
+import { jobRoutes } from './routes/jobs.ts';
+import { queueRoutes } from './routes/queues.ts';
+import { healthRoutes } from './routes/health.ts';
+import { metricsRoutes } from './routes/metrics.ts';
+import { eventRoutes } from './routes/events.ts';
+
+export const BODY_LIMIT = 1024 * 1024;
+export const HEARTBEAT_MS = 15_000;
+
+export interface AppOptions extends ServerContext {
+  tokens: Tokens;
+  logger: Logger;
+  /** The built board; defaults to web/dist. */
+  boardDir?: string;
+  /** Called when close() begins, before Fastify waits for open connections. */
+  onClosing?: () => void;
+}
+
+export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: opts.logger as FastifyBaseLogger,
+    bodyLimit: BODY_LIMIT,
+    // One line per request only at debug level (see the onResponse hook): info stays quiet under load.
+    disableRequestLogging: true,
+    // Unknown fields are rejected, not silently dropped: a typo like max_attempts gets a 400.
+    ajv: { customOptions: { removeAdditional: false } },
+  });
+  // JSON only: a text/plain body gets a 415 rather than a confusing schema error.
+  app.removeContentTypeParser('text/plain');
+  const ctx: ServerContext = { queue: opts.queue, hub: opts.hub, metrics: opts.metrics, closing: opts.closing };
+
+  // Streams and held replies would keep close() waiting: end them first.
+  app.addHook('preClose', async () => opts.onClosing?.());
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.debug({ method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+  });
+
+  await app.register(helmet, {
+    // The board is a Vite build: its own scripts only; Svelte and uPlot set inline styles.
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        defaultSrc: ["'self'"],
+        scriptSrc: ["'self'"],
+        styleSrc: ["'self'", "'unsafe-inline'"],
+        imgSrc: ["'self'", 'data:'],
+        fontSrc: ["'self'", 'data:'],
+        connectSrc: ["'self'"],
+        objectSrc: ["'none'"],
+        baseUri: ["'self'"],
+        formAction: ["'self'"],
+        frameAncestors: ["'none'"],
+      },
+    },
+    // Plain HTTP is normal here (loopback, or behind a TLS proxy): no HSTS, no upgrade.
+    hsts: false,
+  });
+  // The default export is the fastify-plugin wrapped one (global hooks); its types say otherwise.
+  await app.register(sse as unknown as FastifyPluginAsync<SSEPluginOptions>, { heartbeatInterval: HEARTBEAT_MS });
+  await registerOpenApi(app);
+  installAuth(app, opts.tokens);
+  installErrorHandlers(app);
+  for (const s of sharedSchemas) app.addSchema(s);
+
+  enqueueRoutes(app, ctx);
+  jobRoutes(app, ctx);
+  queueRoutes(app, ctx);
+  eventRoutes(app, ctx);
+  healthRoutes(app, ctx);
+  metricsRoutes(app, ctx);
+  await registerDocs(app);
+  await registerBoard(app, opts.boardDir);
+  return app;
+}

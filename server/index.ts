@@ -1,0 +1,110 @@
+// `herald server`: the HTTP/SSE server. createServer wires the parts (pool, core, event hub,
+// metrics, Fastify app); startServer also checks the exposure rule and listens.
+import type { FastifyInstance } from 'fastify';
+import { pino, type Logger } from 'pino';
+import type pg from 'pg';
+import { createPool } from '../queue/database.ts';
+import { Queue } from '../queue/queue.ts';
+import { buildApp } from './app.ts';
+import { isLoopback, parseTokens } from './auth.ts';
+import { createMetrics } from './metrics.ts';
+import { EventHub } from './stream/hub.ts';
+import type { SessionLimits } from './stream/session.ts';
+
+export interface ServerOptions {
+  databaseUrl: string;
+  /** Direct session for LISTEN (HERALD_LISTEN_URL); defaults to databaseUrl. */
+  listenUrl?: string;
+  host?: string;
+  port?: number;
+  /** HERALD_TOKENS: "role:token,role:token". Unset: no auth, loopback only. */
+  tokens?: string;
+  logger?: Logger;
+  poolSize?: number;
+  /** The tailer's safety-net read interval. */
+  safetyMs?: number;
+  /** Slow-client bounds per SSE connection. */
+  streamLimits?: Partial<SessionLimits>;
+  boardDir?: string;
+}
+
+export interface HeraldServer {
+  app: FastifyInstance;
+  hub: EventHub;
+  queue: Queue;
+  pool: pg.Pool;
+  /** Closes the app, the stream and the pool. */
+  stop(): Promise<void>;
+}
+
+export async function createServer(opts: ServerOptions): Promise<HeraldServer> {
+  const logger = opts.logger ?? pino({ level: 'silent' });
+  const tokens = parseTokens(opts.tokens);
+  const pool = createPool(opts.databaseUrl, { max: opts.poolSize ?? 10, logger, applicationName: 'herald:server' });
+  const queue = new Queue(pool);
+  let hub: EventHub;
+  try {
+    hub = await EventHub.start({
+      queue,
+      listenUrl: opts.listenUrl ?? opts.databaseUrl,
+      pool,
+      logger,
+      safetyMs: opts.safetyMs,
+      limits: opts.streamLimits,
+    });
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
+  const closing = new AbortController();
+  const app = await buildApp({
+    queue,
+    hub,
+    metrics: createMetrics(queue, hub),
+    closing: closing.signal,
+    tokens,
+    logger,
+    boardDir: opts.boardDir,
+    onClosing: () => {
+      closing.abort();
+      hub.closeSessions();
+    },
+  });
+  let stopped: Promise<void> | undefined;
+  return {
+    app,
+    hub,
+    queue,
+    pool,
+    stop() {
+      stopped ??= (async () => {
+        await app.close();
+        await hub.stop();
+        await pool.end();
+      })();
+      return stopped;
+    },
+  };
+}
+
+/** What `herald server` and `herald start` run. Logs the URL it listens on (PORT=0 picks one). */
+export async function startServer(opts: ServerOptions): Promise<HeraldServer & { url: string }> {
+  const host = opts.host ?? '127.0.0.1';
+  if (!opts.tokens && !isLoopback(host)) {
+    throw new Error(
+      `HOST=${host} would let anyone who can reach this machine enqueue, cancel and retry jobs, and HERALD_TOKENS is unset. ` +
+        'Set HERALD_TOKENS (e.g. "admin:SECRET,viewer:OTHER") or listen on 127.0.0.1',
+    );
+  }
+  const server = await createServer(opts);
+  try {
+    await server.app.listen({ host, port: opts.port ?? 3000 });
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
+  const { port } = server.app.server.address() as { port: number };
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  server.app.log.info({ url }, `Herald server listening on ${url}`);
+  return { ...server, url };
+}

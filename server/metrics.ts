@@ -1,0 +1,109 @@
+// Prometheus metrics. Job counts and table health are read at scrape time; the work counters
+// are derived from the event stream this server tails, so they count what every worker did.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Queue } from '../queue/queue.ts';
+import type { EventHub } from './stream/hub.ts';
+
+const STATUSES = ['queued', 'scheduled', 'running', 'succeeded', 'failed', 'cancelled'] as const;
+
+export function createMetrics(queue: Queue, hub: EventHub): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+
+  new Gauge({
+    name: 'herald_jobs',
+    help: 'Jobs by queue and status (queued = runnable now, scheduled = runAt in the future)',
+    labelNames: ['queue', 'status'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const row of await queue.counts()) for (const s of STATUSES) this.set({ queue: row.queue, status: s }, row[s]);
+    },
+  });
+
+  const counter = (name: string, help: string, labelNames: string[] = ['queue']) =>
+    new Counter({ name, help, labelNames, registers: [registry] });
+  const enqueued = counter('herald_jobs_enqueued_total', 'Jobs enqueued (seen on the event stream since this server started)');
+  const claimed = counter('herald_jobs_claimed_total', 'Job attempts claimed by workers');
+  const completed = counter('herald_jobs_completed_total', 'Jobs that succeeded');
+  const failed = counter('herald_jobs_failed_total', 'Failed attempts; outcome retry_scheduled or failed (out of attempts)', ['queue', 'outcome']);
+  const events = counter('herald_stream_events_total', 'Events read by the tailer', []);
+  const delay = new Histogram({
+    name: 'herald_stream_delivery_seconds',
+    help: 'From an event being written (its transaction start) to the tailer publishing it',
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+
+  hub.fanout.observe((page) => {
+    const now = Date.now();
+    events.inc(page.length);
+    for (const e of page) {
+      switch (e.type) {
+        case 'enqueued': enqueued.inc({ queue: e.queue }); break;
+        case 'claimed': claimed.inc({ queue: e.queue }); break;
+        case 'succeeded': completed.inc({ queue: e.queue }); break;
+        case 'retry_scheduled':
+        case 'failed': failed.inc({ queue: e.queue, outcome: e.type }); break;
+      }
+    }
+    delay.observe(Math.max(0, now - Date.parse(page[page.length - 1].at)) / 1000);
+  });
+
+  new Gauge({
+    name: 'herald_sse_clients',
+    help: 'Connected SSE clients',
+    registers: [registry],
+    collect() {
+      this.set(hub.sessions.size);
+    },
+  });
+  new Gauge({
+    name: 'herald_sse_clients_dropped',
+    help: 'SSE clients disconnected for being too slow (they resume with Last-Event-ID), since start',
+    registers: [registry],
+    collect() {
+      this.set(hub.droppedClients);
+    },
+  });
+  new Gauge({
+    name: 'herald_stream_lag_seconds',
+    help: 'Time since the tailer last had read every committed event',
+    registers: [registry],
+    collect() {
+      const lag = hub.lagMs();
+      if (lag !== null) this.set(lag / 1000);
+    },
+  });
+
+  // The three table gauges share one read per scrape.
+  let stats: { at: number; rows: ReturnType<Queue['tableStats']> } | undefined;
+  const tableStats = () => {
+    if (!stats || Date.now() - stats.at > 1000) {
+      const rows = queue.tableStats();
+      rows.catch(() => (stats = undefined));
+      stats = { at: Date.now(), rows };
+    }
+    return stats.rows;
+  };
+  const tableGauge = (name: string, help: string, pick: (t: Awaited<ReturnType<Queue['tableStats']>>[number]) => number | null) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['table'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const t of await tableStats()) {
+          const v = pick(t);
+          if (v !== null) this.set({ table: t.name }, v);
+        }
+      },
+    });
+  tableGauge('herald_table_dead_tuples', 'Dead tuples (pg_stat_user_tables.n_dead_tup)', (t) => t.deadTuples);
+  tableGauge('herald_table_live_tuples', 'Live tuples (pg_stat_user_tables.n_live_tup)', (t) => t.liveTuples);
+  tableGauge('herald_table_last_autovacuum_timestamp_seconds', 'Last autovacuum, Unix time', (t) =>
+    t.lastAutovacuum ? Date.parse(t.lastAutovacuum) / 1000 : null,
+  );
+  return registry;
+}

@@ -1,0 +1,32 @@
+// OpenAPI, generated from the route schemas: /api/openapi.json and Swagger UI at /api/docs.
+import type { FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+
+/** Registers the generator; it must come before the routes it describes. */
+export async function registerOpenApi(app: FastifyInstance): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Herald',
+        description: 'A PostgreSQL job queue: enqueue, inspect, cancel and retry jobs; follow their events live.',
+        version: '0.1.0',
+      },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'a token from HERALD_TOKENS' } },
+      },
+      security: [{ bearer: [] }],
+      tags: [
+        { name: 'jobs', description: 'Enqueue and manage jobs' },
+        { name: 'events', description: 'The event stream' },
+        { name: 'operations', description: 'Queues, workers, health and metrics' },
+      ],
+    },
+  });
+}
+
+export async function registerDocs(app: FastifyInstance): Promise<void> {
+  await app.register(swaggerUi, { routePrefix: '/api/docs' });
+  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+}

@@ -1,0 +1,75 @@
+// POST /api/jobs and POST /api/jobs/batch: producers add work.
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { EnqueueInput } from '../../queue/queue.ts';
+import type { ServerContext } from '../context.ts';
+import { HttpError } from '../errors.ts';
+import { waitForEnd } from '../stream/wait.ts';
+import { batchBody, enqueueInput, enqueueQuery, errors, idempotencyHeaders, jobRef } from '../schemas.ts';
+
+/** An abort signal for a held reply: the client went away, or the server is closing. */
+function holdSignal(reply: FastifyReply, closing: AbortSignal): AbortSignal {
+  const gone = new AbortController();
+  reply.raw.once('close', () => gone.abort());
+  return AbortSignal.any([gone.signal, closing]);
+}
+
+export function enqueueRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  app.post(
+    '/api/jobs',
+    {
+      config: { role: 'producer' },
+      schema: {
+        tags: ['jobs'],
+        summary: 'Enqueue a job',
+        description:
+          'A reused idempotency key (the Idempotency-Key header or the idempotencyKey field) returns the job it made (200), ' +
+          'or 409 when the kind, queue or payload differ. With ?wait=MS the reply waits until the job ends (202: it has not yet). ' +
+          'The Herald-Job-Created header says whether this request made the job.',
+        body: enqueueInput,
+        querystring: enqueueQuery,
+        headers: idempotencyHeaders,
+        response: {
+          200: { ...jobRef, description: 'the job this idempotency key made before' },
+          201: { ...jobRef, description: 'a new job' },
+          202: { ...jobRef, description: 'the wait ran out; the job as it is now' },
+          ...errors(400, 401, 403, 409, 413, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body as EnqueueInput;
+      const header = request.headers['idempotency-key'] as string | undefined;
+      if (header !== undefined && body.idempotencyKey !== undefined && header !== body.idempotencyKey) {
+        throw new HttpError(400, 'the Idempotency-Key header and the idempotencyKey field differ; send one of them, or the same key in both');
+      }
+      const { job, created } = await ctx.queue.enqueue({ ...body, idempotencyKey: header ?? body.idempotencyKey });
+      reply.header('herald-job-created', String(created));
+      const wait = (request.query as { wait?: number }).wait ?? 0;
+      if (wait === 0) return reply.code(created ? 201 : 200).send(job);
+      const held = await waitForEnd(ctx.queue, ctx.hub.fanout, job.id, wait, holdSignal(reply, ctx.closing));
+      return reply.code(held.ended ? (created ? 201 : 200) : 202).send(held.job ?? job);
+    },
+  );
+
+  app.post(
+    '/api/jobs/batch',
+    {
+      config: { role: 'producer' },
+      schema: {
+        tags: ['jobs'],
+        summary: 'Enqueue up to 1000 jobs, all or nothing',
+        description: 'One bad job rejects the whole batch with 400, naming its index; nothing is written.',
+        body: batchBody,
+        response: {
+          201: { type: 'object', properties: { jobs: { type: 'array', items: jobRef } } },
+          ...errors(400, 401, 403, 409, 413, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { jobs } = request.body as { jobs: EnqueueInput[] };
+      const results = await ctx.queue.enqueueMany(jobs);
+      return reply.code(201).send({ jobs: results.map((r) => r.job) });
+    },
+  );
+}

@@ -1,0 +1,40 @@
+// GET /api/events: the live event stream over Server-Sent Events (@fastify/sse frames it).
+// The work is in server/stream/: hub.ts (assembly), tailer.ts (the one database reader),
+// fanout.ts (in-memory distribution), session.ts (one client: replay, hand-over, slow clients).
+import type { FastifyInstance } from 'fastify';
+import { parseCursor } from '../../queue/cursor.ts';
+import type { ServerContext } from '../context.ts';
+import { errors, eventsQuery } from '../schemas.ts';
+
+export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  app.get(
+    '/api/events',
+    {
+      sse: { kind: 'only' },
+      config: { role: 'viewer', queryToken: true },
+      schema: {
+        tags: ['events'],
+        summary: 'Job events, live, over Server-Sent Events',
+        description:
+          'Each message: `event: job`, `id:` an opaque cursor, `data:` {eventId, jobId, queue, kind, type, status, attempt, worker, at, data}. ' +
+          'Without Last-Event-ID the stream is live only (it starts with an `id:` naming its start; the Herald-Cursor header holds it too). ' +
+          'With Last-Event-ID (header, or ?lastEventId=) it first replays every matching event after that cursor; 0 replays from the beginning. ' +
+          'Every event exactly once, each job in order. A comment every 15 s keeps the connection alive. ' +
+          'A client that falls more than 10,000 events behind is disconnected and resumes with Last-Event-ID.',
+        querystring: eventsQuery,
+        headers: { type: 'object', properties: { 'last-event-id': { type: 'string', maxLength: 64 } } },
+        response: {
+          200: { description: 'the event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } },
+          ...errors(400, 401, 403, 406),
+        },
+      },
+    },
+    async (request, reply) => {
+      const q = request.query as { queue?: string; job?: string; lastEventId?: string };
+      // The header wins: EventSource resends it on reconnect while the URL keeps the first ?lastEventId.
+      const raw = (request.headers['last-event-id'] as string | undefined) ?? q.lastEventId;
+      const after = raw === undefined || raw.trim() === '' ? null : parseCursor(raw);
+      await ctx.hub.open(reply, { queue: q.queue, jobId: q.job }, after);
+    },
+  );
+}

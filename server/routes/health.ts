@@ -1,0 +1,44 @@
+// GET /api/health (no auth): 200 while the database answers, 503 while it does not. The
+// process keeps running through an outage; the pool and the listener reconnect by themselves.
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../context.ts';
+import { health } from '../schemas.ts';
+
+const DB_TIMEOUT_MS = 2_000;
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+export function healthRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  app.get(
+    '/api/health',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'Liveness of the database, the listener and the event stream; table bloat',
+        response: { 200: health, 503: health },
+      },
+    },
+    async (request, reply) => {
+      // The table statistics double as the database probe: one query.
+      const tables = await withTimeout(ctx.queue.tableStats(), DB_TIMEOUT_MS).catch((err: Error) => {
+        request.log.debug({ err: err.message }, 'health: database unreachable');
+        return null;
+      });
+      const state = ctx.hub.listener.state;
+      const body = {
+        ok: tables !== null,
+        db: tables !== null ? 'up' : 'down',
+        listener: state === 'connecting' ? 'down' : state,
+        streamLagMs: ctx.hub.lagMs(),
+        tables: tables ?? [],
+      };
+      return reply.code(body.ok ? 200 : 503).send(body);
+    },
+  );
+}

@@ -1,0 +1,219 @@
+// The JSON Schemas of every route: Fastify validates requests and serialises replies with
+// them, and @fastify/swagger turns them into /api/openapi.json. Limits follow CONTRACT.md.
+import { EVENT_TYPES, JOB_STATUSES } from '../queue/schema.ts';
+
+export const NAME_RULE = '1-128 characters of [A-Za-z0-9_.:-]';
+const name = (description: string) => ({ type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$', description });
+const jobId = { type: 'string', pattern: '^[0-9]{1,19}$', description: 'a job id (digits)' };
+const nullable = (type: string, extra: object = {}) => ({ type: [type, 'null'], ...extra });
+const dateTime = { type: 'string', format: 'date-time' };
+
+export const MAX_BATCH = 1000;
+export const MAX_WAIT_MS = 60_000;
+
+/** One job to enqueue (POST /api/jobs, and each entry of a batch). */
+export const enqueueInput = {
+  type: 'object',
+  required: ['kind'],
+  additionalProperties: false,
+  properties: {
+    kind: name('the task to run'),
+    queue: name('queue name (default "default")'),
+    payload: { description: 'any JSON, handed to the task' },
+    priority: { type: 'integer', minimum: -32768, maximum: 32767, description: 'higher runs first (default 0)' },
+    runAt: { ...dateTime, description: 'ISO 8601 with a time zone; not run before then' },
+    maxAttempts: { type: 'integer', minimum: 1, maximum: 1000, description: 'attempts before the job fails (default 5)' },
+    requires: {
+      type: 'array',
+      maxItems: 32,
+      items: { type: 'string', minLength: 1, maxLength: 128 },
+      description: 'capabilities a worker must offer to take the job',
+    },
+    idempotencyKey: { type: 'string', minLength: 1, maxLength: 255, description: 'the same key returns the same job' },
+  },
+} as const;
+
+export const job = {
+  $id: 'Job',
+  title: 'Job',
+  type: 'object',
+  properties: {
+    id: { type: 'string' },
+    queue: { type: 'string' },
+    kind: { type: 'string' },
+    payload: {},
+    priority: { type: 'integer' },
+    status: { type: 'string', enum: JOB_STATUSES },
+    attempt: { type: 'integer' },
+    maxAttempts: { type: 'integer' },
+    requires: { type: 'array', items: { type: 'string' } },
+    idempotencyKey: nullable('string'),
+    runAt: dateTime,
+    createdAt: dateTime,
+    startedAt: nullable('string', { format: 'date-time' }),
+    finishedAt: nullable('string', { format: 'date-time' }),
+    lockedBy: nullable('string'),
+    leaseExpiresAt: nullable('string', { format: 'date-time' }),
+    cancelRequested: { type: 'boolean' },
+    progress: nullable('object', {
+      properties: { percent: { type: 'number' }, message: nullable('string') },
+    }),
+    result: {},
+    lastError: nullable('object', { properties: { message: { type: 'string' } }, additionalProperties: true }),
+  },
+} as const;
+
+/** A job_events row as the API shows it; the SSE `data:` has the same fields. */
+export const jobEvent = {
+  $id: 'JobEvent',
+  title: 'JobEvent',
+  type: 'object',
+  properties: {
+    eventId: { type: 'string' },
+    jobId: { type: 'string' },
+    queue: { type: 'string' },
+    kind: { type: 'string' },
+    type: { type: 'string', enum: EVENT_TYPES },
+    status: { type: 'string', enum: JOB_STATUSES },
+    attempt: { type: 'integer' },
+    worker: nullable('string'),
+    at: dateTime,
+    data: {},
+  },
+} as const;
+
+export const error = {
+  $id: 'Error',
+  title: 'Error',
+  type: 'object',
+  properties: {
+    statusCode: { type: 'integer' },
+    error: { type: 'string' },
+    message: { type: 'string' },
+  },
+} as const;
+
+/** Shared schemas, registered once with app.addSchema. */
+export const sharedSchemas = [job, jobEvent, error];
+
+const ref = (id: string) => ({ $ref: `${id}#` });
+export const jobRef = ref('Job');
+export const errorRef = ref('Error');
+
+/** The error replies a route can give, for the OpenAPI document. */
+export function errors(...codes: number[]) {
+  return Object.fromEntries(codes.map((c) => [c, errorRef]));
+}
+
+export const idParams = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: jobId },
+} as const;
+
+export const enqueueQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    wait: {
+      type: 'integer',
+      minimum: 0,
+      maximum: MAX_WAIT_MS,
+      description: 'hold the reply up to this many ms until the job ends (202 if it has not)',
+    },
+  },
+} as const;
+
+export const idempotencyHeaders = {
+  type: 'object',
+  properties: { 'idempotency-key': { type: 'string', minLength: 1, maxLength: 255 } },
+} as const;
+
+export const batchBody = {
+  type: 'object',
+  required: ['jobs'],
+  additionalProperties: false,
+  properties: { jobs: { type: 'array', minItems: 1, maxItems: MAX_BATCH, items: enqueueInput } },
+} as const;
+
+export const listQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    queue: name('only this queue'),
+    status: { type: 'string', enum: JOB_STATUSES },
+    kind: name('only this kind'),
+    limit: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
+    before: { ...jobId, description: 'page: jobs with a smaller id (the `next` of the previous page)' },
+  },
+} as const;
+
+export const eventsQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    queue: name('only events of this queue'),
+    job: { ...jobId, description: 'only events of this job' },
+    lastEventId: { type: 'string', maxLength: 64, description: 'resume after this cursor (the Last-Event-ID header wins); 0 = from the beginning' },
+    token: { type: 'string', description: 'the API token, for EventSource (which cannot set headers)' },
+  },
+} as const;
+
+export const queueCounts = {
+  type: 'object',
+  properties: {
+    queues: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: Object.fromEntries(
+          ['queue', 'queued', 'scheduled', 'running', 'succeeded', 'failed', 'cancelled'].map((k) => [
+            k,
+            { type: k === 'queue' ? 'string' : 'integer' },
+          ]),
+        ),
+      },
+    },
+  },
+} as const;
+
+export const workers = {
+  type: 'object',
+  properties: {
+    workers: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          worker: { type: 'string' },
+          running: { type: 'integer' },
+          since: dateTime,
+          jobs: { type: 'array', items: { type: 'string' } },
+        },
+      },
+    },
+  },
+} as const;
+
+export const health = {
+  type: 'object',
+  properties: {
+    ok: { type: 'boolean' },
+    db: { type: 'string', enum: ['up', 'down'] },
+    listener: { type: 'string', enum: ['up', 'down', 'polling', 'connecting'] },
+    streamLagMs: nullable('number'),
+    tables: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          name: { type: 'string' },
+          liveTuples: { type: 'number' },
+          deadTuples: { type: 'number' },
+          lastAutovacuum: nullable('string', { format: 'date-time' }),
+          lastVacuum: nullable('string', { format: 'date-time' }),
+        },
+      },
+    },
+  },
+} as const;

@@ -1,0 +1,102 @@
+// The server's event stream, assembled: one Listener (LISTEN herald_events) wakes one Tailer,
+// which publishes to one Fanout, which feeds every SSE session, `?wait` request and metric.
+// Never a database connection or a LISTEN per client.
+import type { FastifyReply } from 'fastify';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import type { Queue } from '../../queue/queue.ts';
+import { formatCursor, type Cursor } from '../../queue/cursor.ts';
+import { Listener } from '../../queue/listener.ts';
+import { EVENTS_CHANNEL } from '../../queue/channels.ts';
+import { Fanout } from './fanout.ts';
+import { Tailer } from './tailer.ts';
+import { DEFAULT_LIMITS, StreamSession, type SessionLimits, type StreamFilter } from './session.ts';
+
+export interface HubOptions {
+  queue: Queue;
+  /** A direct session for LISTEN (HERALD_LISTEN_URL). */
+  listenUrl: string;
+  /** The query pool, used to check that NOTIFY gets through (a transaction pooler drops it). */
+  pool?: pg.Pool;
+  logger?: Logger;
+  safetyMs?: number;
+  limits?: Partial<SessionLimits>;
+}
+
+export class EventHub {
+  readonly fanout = new Fanout();
+  readonly tailer: Tailer;
+  readonly listener: Listener;
+  readonly sessions = new Set<StreamSession>();
+  /** Sessions dropped for being too slow, since start. */
+  droppedClients = 0;
+  private readonly limits: SessionLimits;
+
+  private constructor(private readonly opts: HubOptions) {
+    this.tailer = new Tailer(opts.queue, this.fanout, { safetyMs: opts.safetyMs, logger: opts.logger });
+    this.listener = new Listener({
+      url: opts.listenUrl,
+      channels: [EVENTS_CHANNEL],
+      probePool: opts.pool,
+      applicationName: 'herald:server',
+      logger: opts.logger,
+    });
+    this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
+  }
+
+  static async start(opts: HubOptions): Promise<EventHub> {
+    const hub = new EventHub(opts);
+    await hub.tailer.start();
+    hub.listener.on('notification', () => hub.tailer.wake());
+    // After a reconnect, read at once: ticks sent while it was down are gone.
+    hub.listener.on('connected', () => hub.tailer.wake());
+    await hub.listener.start();
+    return hub;
+  }
+
+  /**
+   * Serves one SSE connection. Subscribing and reading the tailer's position happen in one
+   * synchronous step, so the replay's end (`target`) and the first buffered live event meet exactly.
+   */
+  async open(reply: FastifyReply, filter: StreamFilter, after: Cursor | null): Promise<void> {
+    const session = new StreamSession(reply, filter, this.limits, () => this.droppedClients++, this.opts.logger);
+    const target = this.tailer.position;
+    const unsubscribe = this.fanout.subscribe(session);
+    this.sessions.add(session);
+    reply.sse.onClose(() => {
+      unsubscribe();
+      this.sessions.delete(session);
+      session.closedByPeer();
+    });
+    reply.sse.keepAlive();
+    // The stream's start position, for clients that read headers (EventSource gets it as an id).
+    reply.header('herald-cursor', formatCursor(after ?? target));
+    reply.sse.sendHeaders();
+    reply.raw.flushHeaders();
+    if (after === null) return session.startLive(target);
+    try {
+      await session.replay(this.opts.queue, after, target);
+    } catch (err) {
+      // The client resumes from what it got; ending the stream is all there is to do.
+      this.opts.logger?.warn({ err: (err as Error).message }, 'SSE replay failed; ending the stream');
+      session.close();
+    }
+  }
+
+  lagMs(): number | null {
+    return this.tailer.lagMs();
+  }
+
+  /** Ends every stream (clients resume elsewhere, or here after a restart, with Last-Event-ID). */
+  closeSessions(): void {
+    for (const s of this.sessions) s.close();
+    this.sessions.clear();
+  }
+
+  async stop(): Promise<void> {
+    this.closeSessions();
+    this.fanout.clear();
+    await this.tailer.stop();
+    await this.listener.close();
+  }
+}

@@ -1,0 +1,190 @@
+// One SSE client. It is subscribed to the fan-out before anything is read, so from that moment
+// every live event lands in its bounded buffer. A resuming client first gets its replay from the
+// database, (after, target] where target is the tailer's position at subscribe time; then the
+// buffer drains, skipping anything not newer than what was sent. Since the buffer only holds
+// events the tailer published after `target`, the hand-over has no gap and no duplicate.
+//
+// Slow clients: the buffer is bounded (events and bytes). Past the bound the session is dropped
+// and the connection ended; the client resumes with Last-Event-ID and loses nothing.
+import type { FastifyReply } from 'fastify';
+import type { Logger } from 'pino';
+import type { Queue } from '../../queue/queue.ts';
+import { formatCursor, type Cursor } from '../../queue/cursor.ts';
+import { compareMessage, toMessage, type StreamMessage, type Subscriber } from './fanout.ts';
+
+export interface StreamFilter {
+  queue?: string;
+  jobId?: string;
+}
+
+export interface SessionLimits {
+  /** Most events waiting for a slow client. */
+  maxEvents: number;
+  /** Most bytes waiting for a slow client. */
+  maxBytes: number;
+}
+
+export const DEFAULT_LIMITS: SessionLimits = { maxEvents: 10_000, maxBytes: 8 * 1024 * 1024 };
+const REPLAY_PAGE = 1000;
+/** A dropped client that stops reading altogether is cut off after this. */
+const END_GRACE_MS = 10_000;
+
+type Position = { tx: bigint; id: bigint };
+const toPosition = (c: Cursor): Position => ({ tx: BigInt(c.tx), id: BigInt(c.id) });
+const noop = () => {};
+
+export class StreamSession implements Subscriber {
+  /** Set when the buffer overflowed and the session was dropped. */
+  dropped = false;
+  closed = false;
+  private pending: (StreamMessage | undefined)[] = [];
+  private head = 0;
+  private bytes = 0;
+  private live = false;
+  private waitingForDrain = false;
+  /** During the hand-over: events at or before this were sent by the replay (or the client had them). */
+  private skipThrough: Position | null = null;
+
+  constructor(
+    private readonly reply: FastifyReply,
+    private readonly filter: StreamFilter,
+    private readonly limits: SessionLimits,
+    private readonly onDrop: (s: StreamSession) => void,
+    private readonly log?: Logger,
+  ) {}
+
+  private matches(m: StreamMessage): boolean {
+    const e = m.event;
+    return (this.filter.queue === undefined || e.queue === this.filter.queue) && (this.filter.jobId === undefined || e.jobId === this.filter.jobId);
+  }
+
+  /** From the fan-out: buffer, then write as much as the socket takes. */
+  deliver(messages: StreamMessage[]): void {
+    if (this.closed) return;
+    for (const m of messages) {
+      if (!this.matches(m)) continue;
+      this.pending.push(m);
+      this.bytes += m.bytes;
+    }
+    if (this.pending.length - this.head > this.limits.maxEvents || this.bytes > this.limits.maxBytes) return this.overflow();
+    if (this.live) this.pump();
+  }
+
+  /** Live only: tells the client where it starts (an `id:` with no data), then streams. */
+  startLive(position: Cursor): void {
+    this.send({ id: formatCursor(position), data: undefined });
+    this.live = true;
+    this.pump();
+  }
+
+  /** Sends the stored events in (after, target], then hands over to the live buffer. */
+  async replay(queue: Queue, after: Cursor, target: Cursor): Promise<void> {
+    const end = toPosition(target);
+    let from = after;
+    let last = toPosition(after);
+    for (;;) {
+      const page = await queue.feed(from, REPLAY_PAGE, this.filter);
+      if (this.closed) return;
+      let reachedTarget = false;
+      this.reply.raw.cork();
+      for (const e of page) {
+        const m = toMessage(e);
+        if (compareMessage(m, end) > 0) {
+          reachedTarget = true;
+          break;
+        }
+        this.send(m.sse);
+        last = m;
+      }
+      this.reply.raw.uncork();
+      if (reachedTarget || page.length < REPLAY_PAGE) break;
+      from = { tx: last.tx.toString(), id: last.id.toString() };
+      await this.drained();
+      if (this.closed) return;
+    }
+    // `last` is the later of the client's cursor and the last replayed event; live events at or
+    // before it are skipped (only possible when the client's cursor is ahead of this tailer).
+    this.skipThrough = last;
+    this.live = true;
+    this.pump();
+  }
+
+  private send(message: { id: string; event?: string; data: unknown }): void {
+    // The library frames the message and handles the socket's backpressure; a closed socket
+    // rejects, which the 'close' handler already deals with.
+    this.reply.sse.send(message).catch(noop);
+  }
+
+  private drained(): Promise<void> {
+    const raw = this.reply.raw;
+    if (!raw.writableNeedDrain || this.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        raw.off('drain', done);
+        raw.off('close', done);
+        resolve();
+      };
+      raw.on('drain', done);
+      raw.on('close', done);
+    });
+  }
+
+  /** Writes buffered events until the socket pushes back; resumes on 'drain'. */
+  private pump(): void {
+    if (this.closed || this.waitingForDrain) return;
+    const raw = this.reply.raw;
+    raw.cork();
+    while (this.head < this.pending.length && !raw.writableNeedDrain) {
+      const m = this.pending[this.head]!;
+      this.pending[this.head++] = undefined;
+      this.bytes -= m.bytes;
+      if (this.skipThrough) {
+        if (compareMessage(m, this.skipThrough) <= 0) continue;
+        this.skipThrough = null;
+      }
+      this.send(m.sse);
+    }
+    raw.uncork();
+    if (this.head === this.pending.length) {
+      this.pending = [];
+      this.head = 0;
+    } else {
+      if (this.head > 1024) {
+        this.pending = this.pending.slice(this.head);
+        this.head = 0;
+      }
+      this.waitingForDrain = true;
+      raw.once('drain', () => {
+        this.waitingForDrain = false;
+        this.pump();
+      });
+    }
+  }
+
+  private overflow(): void {
+    this.dropped = true;
+    this.log?.warn({ buffered: this.pending.length - this.head, bytes: this.bytes }, 'SSE client too slow: disconnecting it (it resumes with Last-Event-ID)');
+    this.pending = [];
+    this.head = 0;
+    this.bytes = 0;
+    this.onDrop(this);
+    this.close();
+    const raw = this.reply.raw;
+    setTimeout(() => raw.destroy(), END_GRACE_MS).unref();
+  }
+
+  /** Ends the stream after what was written (shutdown, overflow). */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.reply.sse.close();
+  }
+
+  /** The connection went away. */
+  closedByPeer(): void {
+    this.closed = true;
+    this.pending = [];
+    this.head = 0;
+    this.bytes = 0;
+  }
+}

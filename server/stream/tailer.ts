@@ -1,0 +1,122 @@
+// THE tailer: one per server process. It follows herald.job_events gap-free through
+// queue.feed(cursor) (rows below the transaction horizon, in (tx, id) order; DESIGN.md point 2)
+// and publishes each page to the in-memory fan-out. It reads when the NOTIFY tick on
+// herald_events says there is something new, and on a short safety timer in case a tick was
+// lost (listener down, pooler). A read goes page by page until it is caught up.
+import type { Logger } from 'pino';
+import type { Queue } from '../../queue/queue.ts';
+import { formatCursor, parseCursor, type Cursor } from '../../queue/cursor.ts';
+import { feedHeldBack } from '../../queue/sql/feed-backlog.ts';
+import type { Fanout } from './fanout.ts';
+
+export interface TailerOptions {
+  /** Safety-net read interval. */
+  safetyMs?: number;
+  pageSize?: number;
+  logger?: Logger;
+}
+
+export class Tailer {
+  /** The newest event published; a live-only stream starts right after it. */
+  position!: Cursor;
+  /** False after a failed read, until one succeeds. */
+  dbUp = true;
+  /** When the tailer last had nothing left to read (Date.now()), or null before that. */
+  caughtUpAt: number | null = null;
+
+  private running = false;
+  private again = false;
+  private stopped = false;
+  private timer?: NodeJS.Timeout;
+  private retryTimer?: NodeJS.Timeout;
+  private retryDelay = 0;
+  private idle?: Promise<void>;
+  private readonly safetyMs: number;
+  private readonly pageSize: number;
+
+  constructor(
+    private readonly queue: Queue,
+    private readonly fanout: Fanout,
+    private readonly opts: TailerOptions = {},
+  ) {
+    this.safetyMs = opts.safetyMs ?? 250;
+    this.pageSize = opts.pageSize ?? 1000;
+  }
+
+  /** Starts at the current head: what happened before is for replays, read from the database. */
+  async start(): Promise<void> {
+    this.position = await this.queue.head();
+    this.caughtUpAt = Date.now();
+    this.timer = setInterval(() => this.wake(), this.safetyMs);
+    this.timer.unref();
+  }
+
+  /** Stream lag: how long since the tailer last had read everything there was. */
+  lagMs(now = Date.now()): number | null {
+    return this.caughtUpAt === null ? null : Math.max(0, now - this.caughtUpAt);
+  }
+
+  /** Asks for a read; calls during a read make it go round once more, so no tick is lost. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.idle = this.drain();
+  }
+
+  private async drain(): Promise<void> {
+    this.running = true;
+    try {
+      do {
+        this.again = false;
+        let page;
+        do {
+          page = await this.queue.feed(this.position, this.pageSize);
+          if (this.stopped) return;
+          if (page.length > 0) {
+            // Position and publish in one synchronous step: a stream that subscribes and reads
+            // `position` between two pages neither misses nor repeats an event.
+            this.position = parseCursor(page[page.length - 1].cursor);
+            this.fanout.publish(page);
+          }
+        } while (page.length === this.pageSize);
+        await this.afterCaughtUp();
+      } while (this.again && !this.stopped);
+      if (!this.dbUp) this.opts.logger?.info('event tailer reads the database again');
+      this.dbUp = true;
+    } catch (err) {
+      if (this.dbUp) this.opts.logger?.warn({ err: (err as Error).message }, 'event tailer cannot read the database; retrying');
+      this.dbUp = false;
+    } finally {
+      this.running = false;
+    }
+  }
+
+  // A committed transaction whose events sit above the horizon (an older one is still open)
+  // sent its tick already; re-read in a few ms rather than at the next safety tick.
+  private async afterCaughtUp(): Promise<void> {
+    const { rows } = await this.queue.pool.query({ ...feedHeldBack, values: [this.position.tx, this.position.id] });
+    if (!rows[0].held) {
+      this.retryDelay = 0;
+      this.caughtUpAt = Date.now();
+      return;
+    }
+    this.retryDelay = Math.min(this.safetyMs, Math.max(1, this.retryDelay * 2));
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.wake(), this.retryDelay);
+    this.retryTimer.unref();
+  }
+
+  get cursor(): string {
+    return formatCursor(this.position);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    clearTimeout(this.retryTimer);
+    await this.idle?.catch(() => {});
+  }
+}

@@ -1,0 +1,103 @@
+// Helpers for the server tests: a server on a fresh test database, in-process workers made of
+// the core's claim/complete/fail, and a raw SSE reader.
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { pino } from 'pino';
+import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { createServer, startServer, type HeraldServer, type ServerOptions } from '../server/index.ts';
+import type { Queue } from '../queue/queue.ts';
+
+export const TOKENS = { viewer: 'v-token', producer: 'p-token', admin: 'a-token' } as const;
+export const TOKEN_SPEC = `viewer:${TOKENS.viewer},producer:${TOKENS.producer},admin:${TOKENS.admin}`;
+export const bearer = (role: keyof typeof TOKENS) => ({ authorization: `Bearer ${TOKENS[role]}` });
+
+export const testLogger = () => pino({ level: process.env.HERALD_TEST_LOG ?? 'silent' });
+
+export interface TestServer extends HeraldServer {
+  db: TestDatabase;
+  /** Set when listening over real HTTP. */
+  url: string;
+  close(): Promise<void>;
+}
+
+/** A server on its own database; `listen` puts it on a free loopback port. */
+export async function testServer(opts: Partial<ServerOptions> & { listen?: boolean; db?: TestDatabase } = {}): Promise<TestServer> {
+  const db = opts.db ?? (await createTestDatabase());
+  const options: ServerOptions = { databaseUrl: db.url, logger: testLogger(), safetyMs: 100, ...opts };
+  const server = opts.listen ? await startServer({ ...options, port: 0 }) : { ...(await createServer(options)), url: '' };
+  return {
+    ...server,
+    db,
+    async close() {
+      await server.stop();
+      if (!opts.db) await db.drop();
+    },
+  };
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits for a condition without a time limit of its own (the test timeout is the limit). */
+export async function until(fn: () => boolean | Promise<boolean>, everyMs = 20): Promise<void> {
+  while (!(await fn())) await sleep(everyMs);
+}
+
+/**
+ * An in-process worker built from the core API: claims, then completes each job, or fails it
+ * when its payload says `{fail: true}`, or reports progress first when it says `{progress: n}`.
+ */
+export async function simulateWorker(queue: Queue, name: string, stop: AbortSignal): Promise<number> {
+  let done = 0;
+  while (!stop.aborted) {
+    const jobs = await queue.claim({ worker: name, limit: 16, leaseMs: 60_000 });
+    if (jobs.length === 0) {
+      await sleep(5);
+      continue;
+    }
+    const ok: { id: string; attempt: number; result: unknown }[] = [];
+    const bad: { id: string; attempt: number; error: unknown }[] = [];
+    for (const job of jobs) {
+      const p = (job.payload ?? {}) as { fail?: boolean; progress?: number };
+      if (p.progress) await queue.progress(name, job, p.progress, `step ${p.progress}`);
+      if (p.fail) bad.push({ id: job.id, attempt: job.attempt, error: new Error('asked to fail') });
+      else ok.push({ id: job.id, attempt: job.attempt, result: { ok: job.id } });
+    }
+    await queue.complete(name, ok);
+    await queue.fail(name, bad);
+    done += jobs.length;
+  }
+  return done;
+}
+
+export interface SseMessage extends EventSourceMessage {
+  json?: Record<string, unknown>;
+}
+
+/** One raw SSE connection (no reconnects): its messages, status and headers. */
+export async function openStream(url: string, headers: Record<string, string> = {}) {
+  const abort = new AbortController();
+  const res = await fetch(url, { headers: { accept: 'text/event-stream', ...headers }, signal: abort.signal });
+  const messages: SseMessage[] = [];
+  let ended = false;
+  const done = (async () => {
+    if (!res.ok || !res.body) return;
+    const parser = createParser({ onEvent: (m) => messages.push({ ...m, json: m.data ? JSON.parse(m.data) : undefined }) });
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of res.body) parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
+    } catch {
+      // aborted
+    }
+    ended = true;
+  })();
+  return {
+    res,
+    messages,
+    get ended() {
+      return ended;
+    },
+    async close() {
+      abort.abort();
+      await done;
+    },
+  };
+}
