@@ -1,0 +1,49 @@
+// A SIGKILLed worker's job is re-run by another worker long before its lease would run out:
+// its liveness lock vanished with its connection, and the reaper noticed.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { startWorkerProcess, until, type WorkerProcess } from './fixtures/worker-process.ts';
+
+let db: TestDatabase;
+const workers: WorkerProcess[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.stop()));
+  await db.drop();
+});
+
+it('re-runs the job of a SIGKILLed worker on another worker within seconds, and the dead attempt writes nothing', async () => {
+  const env = { HERALD_LEASE_MS: '30000', HERALD_POLL_MS: '60000' };
+  workers.push(...(await Promise.all([1, 2].map(() => startWorkerProcess({ databaseUrl: db.url, args: ['--concurrency', '2'], env })))));
+  const { job } = await db.queue.enqueue({ kind: 'sleep', payload: { ms: 1500 } });
+  const running = await until(async () => {
+    const j = await db.queue.get(job.id);
+    return j?.status === 'running' ? j : null;
+  }, 'the job to start');
+  const victim = workers.find((w) => w.id === running.lockedBy)!;
+  const survivor = workers.find((w) => w !== victim)!;
+
+  victim.child.kill('SIGKILL');
+  const killedAt = Date.now();
+  await victim.exited;
+  const done = await until(async () => {
+    const j = await db.queue.get(job.id);
+    return j?.status === 'succeeded' ? j : null;
+  }, 'another worker to finish the job');
+  // The lease had 30 s left; liveness + reaper bring the job back in about a second.
+  expect(Date.now() - killedAt).toBeLessThan(10_000);
+  expect(done).toMatchObject({ attempt: 2, lockedBy: null, result: { slept: 1500 } });
+
+  const events = await db.queue.events(job.id);
+  expect(events.map((e) => [e.type, e.attempt, e.worker])).toEqual([
+    ['enqueued', 0, null],
+    ['claimed', 1, victim.id],
+    ['lease_expired', 1, victim.id],
+    ['claimed', 2, survivor.id],
+    ['succeeded', 2, survivor.id],
+  ]);
+  expect(events[2].data).toMatchObject({ reason: 'owner_gone' });
+});

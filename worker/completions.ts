@@ -1,0 +1,138 @@
+// Writes outcomes in batches: one complete() per flush for successes, one fail() per flush for
+// failures (DESIGN.md point 6). Writes are fenced in the core; an id that comes back "lost"
+// had its lease taken, so nothing was written for it and we say so.
+//
+// One bad row must not hold up the others: if Postgres rejects a batch for its data (e.g. a
+// result with "\u0000", which jsonb refuses), the batch is split and written row by row, and a
+// result that cannot be stored fails its attempt with a clear error instead.
+import type { Lease, Queue } from '../queue/queue.ts';
+import type { Logger } from '../queue/log.ts';
+import { Batcher } from './batcher.ts';
+import { byId } from './slots.ts';
+
+export interface Outcome {
+  lease: Lease;
+  kind: string;
+  maxAttempts: number;
+}
+
+interface Success extends Outcome {
+  result: unknown;
+}
+
+interface Failure extends Outcome {
+  error: unknown;
+  final: boolean;
+}
+
+export interface CompletionsOptions {
+  queue: Queue;
+  worker: string;
+  logger: Logger;
+  /** Called once per outcome when it is written, lost, or given up on. */
+  settled(lease: Lease): void;
+  maxBatch?: number;
+  delayMs?: number;
+}
+
+// SQLSTATE class 22 (data exception) and 54 (program limit, e.g. a value too large).
+const isDataError = (err: unknown) => /^(22|54)/.test(String((err as { code?: string })?.code ?? ''));
+
+export class Completions {
+  private readonly successes: Batcher<Success>;
+  private readonly failures: Batcher<Failure>;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: CompletionsOptions) {
+    this.log = opts.logger;
+    const common = { maxSize: opts.maxBatch ?? 500, delayMs: opts.delayMs ?? 1, logger: opts.logger };
+    this.successes = new Batcher({ ...common, name: 'complete', flush: (b) => this.writeSuccesses(b) });
+    this.failures = new Batcher({ ...common, name: 'fail', flush: (b) => this.writeFailures(b) });
+  }
+
+  /** Queues a success; a result that is not JSON fails the attempt instead. */
+  succeed(outcome: Outcome, result: unknown): void {
+    try {
+      JSON.stringify(result);
+    } catch (err) {
+      const error = new TypeError(`the task's result is not JSON-serialisable: ${(err as Error).message}`);
+      this.fail(outcome, error, false);
+      return;
+    }
+    this.successes.add({ ...outcome, result });
+  }
+
+  fail(outcome: Outcome, error: unknown, final: boolean): void {
+    this.failures.add({ ...outcome, error, final });
+  }
+
+  get pending(): number {
+    return this.successes.pending + this.failures.pending;
+  }
+
+  async drain(): Promise<void> {
+    await Promise.all([this.successes.drain(), this.failures.drain()]);
+    // A success that could not be stored became a failure while draining.
+    await this.failures.drain();
+  }
+
+  private async writeSuccesses(batch: Success[]): Promise<void> {
+    let lost: string[];
+    try {
+      const done = batch.map((s) => ({ ...s.lease, result: s.result })).sort(byId);
+      lost = await this.opts.queue.complete(this.opts.worker, done);
+    } catch (err) {
+      if (!isDataError(err)) throw err;
+      if (batch.length > 1) {
+        for (const one of batch) await this.writeSuccesses([one]);
+        return;
+      }
+      const [s] = batch;
+      this.fail(s, new Error(`the task's result could not be stored: ${(err as Error).message}`), false);
+      return;
+    }
+    this.report(batch, lost, 'succeeded');
+  }
+
+  private async writeFailures(batch: Failure[]): Promise<void> {
+    let lost: string[];
+    try {
+      const failed = batch.map((f) => ({ ...f.lease, error: f.error, final: f.final })).sort(byId);
+      lost = await this.opts.queue.fail(this.opts.worker, failed);
+    } catch (err) {
+      if (!isDataError(err)) throw err;
+      if (batch.length > 1) {
+        for (const one of batch) await this.writeFailures([one]);
+        return;
+      }
+      // The error itself could not be stored (e.g. "\u0000" in its message): keep only what can be.
+      const [f] = batch;
+      const error = new Error(`the task failed with an error that could not be stored: ${(err as Error).message}`);
+      lost = await this.opts.queue.fail(this.opts.worker, [{ ...f.lease, error, final: f.final }]);
+    }
+    this.report(batch, lost, 'failed');
+  }
+
+  private report(batch: (Success | Failure)[], lost: string[], what: 'succeeded' | 'failed'): void {
+    const lostSet = new Set(lost);
+    const debug = this.log.isLevelEnabled('debug');
+    for (const o of batch) {
+      const { id, attempt } = o.lease;
+      if (lostSet.has(id)) {
+        this.log.warn({ job: id, attempt, kind: o.kind }, `lease lost before the outcome was written; the ${what === 'succeeded' ? 'result' : 'failure'} was discarded`);
+      } else if (debug) {
+        if (what === 'succeeded') this.log.debug({ job: id, attempt, kind: o.kind }, 'job succeeded');
+        else this.logFailure(o as Failure);
+      }
+      this.opts.settled(o.lease);
+    }
+  }
+
+  private logFailure(f: Failure): void {
+    const { id, attempt } = f.lease;
+    const message = f.error instanceof Error ? f.error.message : String(f.error);
+    // The core decides (a cancel request wins); this is what it decides from our side's view.
+    const last = f.final || attempt >= f.maxAttempts;
+    this.log.debug({ job: id, attempt, maxAttempts: f.maxAttempts, kind: f.kind, error: message }, last ? 'job failed' : 'attempt failed; retry scheduled');
+  }
+}

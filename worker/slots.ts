@@ -1,0 +1,166 @@
+// The worker's N slots: which jobs it holds, and running a handler with its context.
+//
+// A held job is in one of three states:
+//   running    its handler is executing (it occupies a slot)
+//   finishing  its handler is done and the outcome waits in the batcher (its lease is still renewed)
+//   abandoned  the lease was lost, or shutdown released the job: the signal fired and the
+//              outcome will never be written. It is forgotten at once (no more renewals), but a
+//              handler that ignores its signal keeps its slot until it returns.
+import type { Job } from '../queue/job.ts';
+import type { Lease } from '../queue/queue.ts';
+import type { Logger } from '../queue/log.ts';
+import { JobCancelledError, UnknownKindError } from './errors.ts';
+import type { Task, TaskContext } from './tasks.ts';
+
+/**
+ * Orders leases by numeric id. Every batched write (renewal, complete, fail) locks its rows in
+ * this order, so two of them from one worker can never deadlock on each other.
+ */
+export const byId = (a: { id: string }, b: { id: string }): number =>
+  a.id.length - b.id.length || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+export interface ActiveJob {
+  job: Job;
+  lease: Lease;
+  controller: AbortController;
+  state: 'running' | 'finishing' | 'abandoned';
+}
+
+export interface SlotsOptions {
+  capacity: number;
+  worker: string;
+  tasks: ReadonlyMap<string, Task>;
+  logger: Logger;
+  progress(a: ActiveJob, percent: number, message?: string): Promise<void>;
+  succeeded(a: ActiveJob, result: unknown): void;
+  failed(a: ActiveJob, error: unknown, final: boolean): void;
+  /** A handler returned: a slot is free. */
+  freed(): void;
+}
+
+export class Slots {
+  private readonly held = new Map<string, ActiveJob>();
+  private busy = 0;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(private readonly opts: SlotsOptions) {}
+
+  get free(): number {
+    return this.opts.capacity - this.busy;
+  }
+
+  /** Every lease to renew: running handlers and outcomes not yet written, in id order (see byId). */
+  leases(): Lease[] {
+    return Array.from(this.held.values(), (a) => a.lease).sort(byId);
+  }
+
+  private find(lease: Lease): ActiveJob | undefined {
+    const a = this.held.get(lease.id);
+    return a && a.lease.attempt === lease.attempt ? a : undefined;
+  }
+
+  start(job: Job): void {
+    const a: ActiveJob = { job, lease: { id: job.id, attempt: job.attempt }, controller: new AbortController(), state: 'running' };
+    this.held.set(job.id, a);
+    this.busy++;
+    if (this.opts.logger.isLevelEnabled('debug')) {
+      this.opts.logger.debug({ job: job.id, kind: job.kind, attempt: job.attempt, queue: job.queue }, 'job started');
+    }
+    void this.execute(a);
+  }
+
+  private async execute(a: ActiveJob): Promise<void> {
+    const task = this.opts.tasks.get(a.job.kind);
+    let ok = false;
+    let value: unknown;
+    let final = false;
+    try {
+      if (!task) {
+        // Only reachable if a job's kind changed under us: claims ask for known kinds only.
+        final = true;
+        throw new UnknownKindError(a.job.kind, this.opts.worker);
+      }
+      value = await task(a.job.payload, this.context(a));
+      ok = true;
+    } catch (err) {
+      value = err;
+    }
+    this.busy--;
+    const { signal } = a.controller;
+    if (a.state === 'abandoned') {
+      this.opts.logger.debug({ job: a.job.id, attempt: a.job.attempt }, 'handler of an abandoned job returned; outcome discarded');
+    } else {
+      a.state = 'finishing';
+      // Only a cancel aborts a job we still hold. A handler that stops early on its signal may
+      // return a partial result, so a cancelled job ends cancelled whatever it returned.
+      if (signal.aborted) this.opts.failed(a, signal.reason, false);
+      else if (ok) this.opts.succeeded(a, value);
+      else this.opts.failed(a, value, final);
+    }
+    if (this.idleWaiters.length && this.running().length === 0) {
+      for (const resolve of this.idleWaiters.splice(0)) resolve();
+    }
+    this.opts.freed();
+  }
+
+  private context(a: ActiveJob): TaskContext {
+    const parent = this.opts.logger;
+    let log: Logger | undefined;
+    return {
+      job: a.job,
+      signal: a.controller.signal,
+      progress: (percent, message) => this.opts.progress(a, percent, message),
+      // A pino child costs a few microseconds: made only for handlers that log.
+      get log() {
+        return (log ??= parent.child({ job: a.job.id, kind: a.job.kind, attempt: a.job.attempt }));
+      },
+    };
+  }
+
+  running(): ActiveJob[] {
+    return [...this.held.values()].filter((a) => a.state === 'running');
+  }
+
+  /** The lease is gone or handed back: fire the signal, forget the job, never write its outcome. */
+  abandon(lease: Lease, reason: Error): boolean {
+    const a = this.find(lease);
+    if (!a || a.state !== 'running') return false; // a finishing job's fenced write decides
+    a.state = 'abandoned';
+    this.held.delete(lease.id);
+    a.controller.abort(reason);
+    return true;
+  }
+
+  cancel(lease: Lease): boolean {
+    const a = this.find(lease);
+    if (!a || a.state !== 'running' || a.controller.signal.aborted) return false;
+    a.controller.abort(new JobCancelledError(lease.id));
+    return true;
+  }
+
+  /** The outcome was written (or lost): stop renewing. */
+  settled(lease: Lease): void {
+    const a = this.find(lease);
+    if (a?.state === 'finishing') this.held.delete(lease.id);
+  }
+
+  isRunning(lease: Lease): boolean {
+    return this.find(lease)?.state === 'running';
+  }
+
+  /** Resolves true when no handler of a held job is running, or false after `timeoutMs`. */
+  whenIdle(timeoutMs: number): Promise<boolean> {
+    if (this.running().length === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.idleWaiters = this.idleWaiters.filter((w) => w !== done);
+        resolve(false);
+      }, timeoutMs);
+      const done = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      this.idleWaiters.push(done);
+    });
+  }
+}

@@ -1,0 +1,66 @@
+// Task handlers: the built-in demo tasks plus files KIND.ts / KIND.js from --tasks DIR, each
+// default-exporting `async (payload, ctx) => result`. All are loaded at start, so the worker
+// knows its kinds up front and claims only those (see worker.ts on unknown kinds).
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Job } from '../queue/job.ts';
+import type { Logger } from '../queue/log.ts';
+import { builtinTasks } from './builtin-tasks.ts';
+
+export interface TaskContext {
+  job: Job;
+  /** Fires on cancel, lost lease or shutdown; `signal.reason` says which. */
+  signal: AbortSignal;
+  /** Reports progress (0..100); also renews the lease. */
+  progress(percent: number, message?: string): Promise<void>;
+  log: Logger;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Task = (payload: any, ctx: TaskContext) => unknown;
+
+const KIND = /^[A-Za-z0-9_.:-]{1,128}$/;
+const TASK_FILE = /^(.+)\.(ts|js|mts|mjs)$/;
+// Type declarations and tests that sit beside tasks are not tasks.
+const NOT_A_TASK = /\.(d|test|spec)\.[mc]?[jt]s$/;
+
+/** Loads every task file in `dir`. Throws a clear error for a bad file: a worker must not half-start. */
+export async function loadTaskDir(dir: string): Promise<Map<string, Task>> {
+  const abs = path.resolve(dir);
+  let names: string[];
+  try {
+    names = (await fs.readdir(abs)).sort();
+  } catch (err) {
+    throw new Error(`cannot read tasks directory ${abs}: ${(err as Error).message}`);
+  }
+  const tasks = new Map<string, Task>();
+  for (const name of names) {
+    const match = TASK_FILE.exec(name);
+    if (!match || NOT_A_TASK.test(name)) continue;
+    const kind = match[1];
+    const file = path.join(abs, name);
+    if (!KIND.test(kind)) throw new Error(`task file ${file}: "${kind}" is not a valid kind (1-128 of [A-Za-z0-9_.:-])`);
+    if (tasks.has(kind)) throw new Error(`tasks directory ${abs} has two files for kind "${kind}"`);
+    const mod = await import(pathToFileURL(file).href);
+    if (typeof mod.default !== 'function') {
+      throw new Error(`task file ${file} must default-export a function (payload, ctx) => result`);
+    }
+    tasks.set(kind, mod.default);
+  }
+  return tasks;
+}
+
+/** Built-ins, then in-process tasks, then the directory; later ones override by kind. */
+export async function loadTasks(opts: { dir?: string; tasks?: Record<string, Task>; logger?: Logger }): Promise<Map<string, Task>> {
+  const all = new Map<string, Task>(Object.entries(builtinTasks));
+  const layers: [string, Map<string, Task>][] = [['in-process', new Map(Object.entries(opts.tasks ?? {}))]];
+  if (opts.dir) layers.push([opts.dir, await loadTaskDir(opts.dir)]);
+  for (const [source, layer] of layers) {
+    for (const [kind, task] of layer) {
+      if (all.has(kind)) opts.logger?.info({ kind, source }, 'task overrides an earlier one of the same kind');
+      all.set(kind, task);
+    }
+  }
+  return all;
+}

@@ -1,0 +1,259 @@
+// One worker process: N slots fed by claims in batches, woken by NOTIFY, with leases renewed in
+// one heartbeat, outcomes written in batches, and the reaper run on a timer. The parts are
+// small modules; this file wires them together and owns start and stop.
+//
+// Unknown kinds: a worker claims only the kinds it has tasks for (built-ins, in-process tasks
+// and --tasks DIR), the way graphile-worker filters on its task identifiers. A job whose kind
+// no running worker knows stays queued, visible on the board, until a worker that has the task
+// starts (a rolling deploy that adds a task loses nothing). Failing such jobs instead would
+// burn them whenever workers with different task sets share a queue.
+import os from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { pino } from 'pino';
+import type pg from 'pg';
+import { createPool } from '../queue/database.ts';
+import { Listener } from '../queue/listener.ts';
+import { CONTROL_CHANNEL, JOBS_CHANNEL, parseJobsPayload } from '../queue/channels.ts';
+import { Queue } from '../queue/queue.ts';
+import { ValidationError } from '../queue/errors.ts';
+import type { Logger } from '../queue/log.ts';
+import { Claimer } from './claimer.ts';
+import { Completions } from './completions.ts';
+import { LeaseLostError, ShutdownError } from './errors.ts';
+import { LeaseKeeper } from './leases.ts';
+import { Maintenance } from './maintenance.ts';
+import { Slots, type ActiveJob } from './slots.ts';
+import { loadTasks, type Task } from './tasks.ts';
+
+export interface WorkerOptions {
+  databaseUrl: string;
+  /** A direct session for LISTEN and the liveness lock; defaults to databaseUrl. */
+  listenUrl?: string;
+  /** Queues to take; undefined or empty = all. */
+  queues?: string[];
+  concurrency: number;
+  tasksDir?: string;
+  /** Tasks registered in-process (tests, the bench); a --tasks DIR file of the same kind wins. */
+  tasks?: Record<string, Task>;
+  capabilities?: string[];
+  leaseMs?: number;
+  pollMs?: number;
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+  shutdownGraceMs?: number;
+  /** Finished jobs older than this are deleted; 0 keeps them. */
+  retentionMs?: number;
+  /** Largest claim, whatever the free slots. */
+  maxClaim?: number;
+  /**
+   * The worker's own connections commit asynchronously (DESIGN.md point 5): a claim, renewal or
+   * outcome lost in a database crash only means a re-run, which at-least-once allows. Producers'
+   * enqueues stay durable: they never go through this pool.
+   */
+  asyncCommit?: boolean;
+  reapEveryMs?: number;
+  logger?: Logger;
+}
+
+/** `host:pid:random`: readable in locked_by and events, unique across restarts. */
+export function workerId(): string {
+  return `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+}
+
+export class Worker {
+  readonly id = workerId();
+  private readonly log: Logger;
+  private readonly pool: pg.Pool;
+  private readonly queue: Queue;
+  private readonly listener: Listener;
+  private readonly queues?: Set<string>;
+  private readonly leaseMs: number;
+  private tasks = new Map<string, Task>();
+  private slots!: Slots;
+  private claimer!: Claimer;
+  private leases!: LeaseKeeper;
+  private completions!: Completions;
+  private maintenance!: Maintenance;
+  private stopping?: Promise<void>;
+
+  constructor(private readonly opts: WorkerOptions) {
+    this.log = (opts.logger ?? pino({ level: 'silent' })).child({ worker: this.id });
+    this.leaseMs = opts.leaseMs ?? 30_000;
+    this.queues = opts.queues?.length ? new Set(opts.queues) : undefined;
+    // A few connections shared by all slots: one claim, one batch of each outcome and a
+    // renewal are in flight at most; progress reports and housekeeping share the rest.
+    const url = opts.asyncCommit ?? true ? withSessionSetting(opts.databaseUrl, 'synchronous_commit', 'off') : opts.databaseUrl;
+    this.pool = createPool(url, {
+      max: Math.min(10, 4 + Math.ceil(opts.concurrency / 16)),
+      logger: this.log,
+      applicationName: `herald:worker:${process.pid}`,
+    });
+    this.queue = new Queue(this.pool, { leaseMs: this.leaseMs, backoffBaseMs: opts.backoffBaseMs, backoffMaxMs: opts.backoffMaxMs });
+    this.listener = new Listener({
+      url: opts.listenUrl ?? opts.databaseUrl,
+      channels: [JOBS_CHANNEL, CONTROL_CHANNEL],
+      liveness: true,
+      probePool: this.pool,
+      applicationName: `herald:worker-listener:${process.pid}`,
+      logger: this.log,
+    });
+  }
+
+  async start(): Promise<void> {
+    try {
+      await this.init();
+    } catch (err) {
+      await this.listener.close();
+      await this.pool.end();
+      throw err;
+    }
+  }
+
+  private async init(): Promise<void> {
+    const { opts, log } = this;
+    this.tasks = await loadTasks({ dir: opts.tasksDir, tasks: opts.tasks, logger: log });
+    const kinds = [...this.tasks.keys()];
+    const capabilities = opts.capabilities ?? [];
+    const queues = this.queues ? [...this.queues] : undefined;
+
+    this.completions = new Completions({
+      queue: this.queue,
+      worker: this.id,
+      logger: log,
+      settled: (lease) => this.slots.settled(lease),
+    });
+    this.slots = new Slots({
+      capacity: opts.concurrency,
+      worker: this.id,
+      tasks: this.tasks,
+      logger: log,
+      progress: (a, percent, message) => this.progress(a, percent, message),
+      succeeded: (a, result) => this.completions.succeed(outcome(a), result),
+      failed: (a, error, final) => this.completions.fail(outcome(a), error, final),
+      freed: () => this.claimer.slotFreed(),
+    });
+    this.claimer = new Claimer({
+      pollMs: opts.pollMs ?? 1_000,
+      maxBatch: opts.maxClaim ?? 500,
+      logger: log,
+      freeSlots: () => this.slots.free,
+      claim: async (limit) => {
+        const jobs = await this.queue.claim({
+          worker: this.id, queues, capabilities, kinds, limit, leaseMs: this.leaseMs, ownerLock: this.listener.lockKey,
+        });
+        for (const job of jobs) this.slots.start(job);
+        return jobs.length;
+      },
+      nextRunAt: async () => (await this.queue.nextRunAt(queues, capabilities, kinds))?.getTime() ?? null,
+    });
+    this.leases = new LeaseKeeper({
+      queue: this.queue,
+      worker: this.id,
+      leaseMs: this.leaseMs,
+      logger: log,
+      held: () => this.slots.leases(),
+      lost: (leases) => {
+        for (const l of leases) {
+          if (this.slots.abandon(l, new LeaseLostError(l.id, l.attempt, this.id))) {
+            log.warn({ job: l.id, attempt: l.attempt }, 'lease lost at renewal: handler aborted, its outcome will not be written');
+          }
+        }
+      },
+      cancelRequested: (leases) => {
+        for (const l of leases) if (this.slots.cancel(l)) log.info({ job: l.id, attempt: l.attempt }, 'cancel requested: handler aborted');
+      },
+    });
+    this.maintenance = new Maintenance({
+      queue: this.queue,
+      logger: log,
+      retentionMs: opts.retentionMs ?? 7 * 24 * 3_600_000,
+      reapEveryMs: opts.reapEveryMs,
+    });
+
+    this.listener.on('notification', (channel, payload) => this.notified(channel, payload));
+    // After every (re)connect, one claim covers whatever was announced while we were away.
+    this.listener.on('connected', () => this.claimer.wake('listener connected'));
+    log.info({ queues: queues ?? 'all', concurrency: opts.concurrency, kinds, capabilities }, 'worker starting');
+    const listening = await this.listener.start();
+    this.claimer.start();
+    this.leases.start();
+    this.maintenance.start();
+    if (!listening) this.claimer.wake('start (polling only)');
+    log.info({ listening }, 'worker started');
+  }
+
+  private notified(channel: string, payload: string): void {
+    if (channel === JOBS_CHANNEL) {
+      const { queue, at } = parseJobsPayload(payload);
+      if (this.queues && !this.queues.has(queue)) return;
+      if (at === null) this.claimer.wake(`notify ${queue}`);
+      else this.claimer.dueAtTime(at);
+    } else if (channel === CONTROL_CHANNEL && payload === `cancel ${this.id}`) {
+      // The renewal's answer says which of our jobs were asked to cancel.
+      this.leases.renewNow();
+    }
+  }
+
+  private async progress(a: ActiveJob, percent: number, message?: string): Promise<void> {
+    if (!this.slots.isRunning(a.lease)) return;
+    let r: { held: boolean; cancelRequested: boolean };
+    try {
+      r = await this.queue.progress(this.id, a.lease, percent, message ?? null);
+    } catch (err) {
+      if (err instanceof ValidationError) throw err;
+      // Progress is best effort: a database hiccup must not fail the job.
+      this.log.warn({ err: (err as Error).message, job: a.lease.id }, 'progress report failed');
+      return;
+    }
+    this.log.debug({ job: a.lease.id, attempt: a.lease.attempt, percent, message, held: r.held }, 'progress');
+    if (!r.held) {
+      if (this.slots.abandon(a.lease, new LeaseLostError(a.lease.id, a.lease.attempt, this.id))) {
+        this.log.warn({ job: a.lease.id, attempt: a.lease.attempt }, 'lease lost at progress report: handler aborted, its outcome will not be written');
+      }
+    } else if (r.cancelRequested && this.slots.cancel(a.lease)) {
+      this.log.info({ job: a.lease.id, attempt: a.lease.attempt }, 'cancel requested: handler aborted');
+    }
+  }
+
+  /**
+   * Graceful stop: no new claims; running jobs get `shutdownGraceMs` to finish; the rest are
+   * released (attempt not burned) and their signals fire; outcomes are flushed; then the
+   * listener and pool close.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  private async shutdown(): Promise<void> {
+    const { log } = this;
+    const graceMs = this.opts.shutdownGraceMs ?? 30_000;
+    log.info({ running: this.slots.running().length, graceMs }, 'worker stopping: no new claims');
+    await Promise.all([this.claimer.stop(), this.maintenance.stop()]);
+    if (!(await this.slots.whenIdle(graceMs))) {
+      const leases = this.slots.running().map((a) => a.lease);
+      for (const l of leases) this.slots.abandon(l, new ShutdownError(this.id));
+      try {
+        const lost = await this.queue.release(this.id, leases);
+        log.warn({ released: leases.length - lost.length, lost: lost.length }, 'grace period over: released unfinished jobs');
+      } catch (err) {
+        log.error({ err: (err as Error).message }, 'could not release unfinished jobs; the reaper will requeue them');
+      }
+    }
+    await this.completions.drain();
+    await this.leases.stop();
+    await this.listener.close();
+    await this.pool.end();
+    log.info('worker stopped');
+  }
+}
+
+/** Adds `-c name=value` to the URL's startup options: set when the session opens, no extra round trip. */
+function withSessionSetting(url: string, name: string, value: string): string {
+  const u = new URL(url);
+  const options = u.searchParams.get('options');
+  u.searchParams.set('options', `${options ? `${options} ` : ''}-c ${name}=${value}`);
+  return u.toString();
+}
+
+const outcome = (a: ActiveJob) => ({ lease: a.lease, kind: a.job.kind, maxAttempts: a.job.maxAttempts });
