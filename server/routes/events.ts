@@ -10,7 +10,8 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get(
     '/api/events',
     {
-      sse: { kind: 'only' },
+      // The fan-out serialises each event's data once for all clients (fanout.ts): send it as is.
+      sse: { kind: 'only', serializer: (data: string) => data },
       config: { role: 'viewer', queryToken: true },
       schema: {
         tags: ['events'],

@@ -1,0 +1,298 @@
+// A typed client for Herald's HTTP API (CONTRACT.md), for producers and tools written in
+// TypeScript. Uses fetch; the event stream is an async iterator that resumes by itself with
+// Last-Event-ID after a dropped connection, so a consumer sees every event exactly once.
+import { createParser } from 'eventsource-parser';
+import type { Job, JobEvent } from '../queue/job.ts';
+import type { JobStatus } from '../queue/schema.ts';
+
+export type { Job, JobStatus };
+
+/** A job event as the API shows it. */
+export type ApiJobEvent = Omit<JobEvent, 'cursor'>;
+
+/** A message of the event stream: the event, and `id`, its opaque cursor. */
+export type StreamEvent = ApiJobEvent & { id: string };
+
+export interface EnqueueInput {
+  kind: string;
+  queue?: string;
+  payload?: unknown;
+  priority?: number;
+  /** ISO 8601 with a time zone, or a Date. */
+  runAt?: string | Date;
+  maxAttempts?: number;
+  requires?: string[];
+  idempotencyKey?: string;
+}
+
+export interface EnqueueOptions {
+  /** Sent as the Idempotency-Key header: the same key returns the same job. */
+  idempotencyKey?: string;
+  /** Wait up to this many ms (≤ 60000) for the job to end. */
+  wait?: number;
+  signal?: AbortSignal;
+}
+
+export interface EnqueueResult {
+  job: Job;
+  /** False when an idempotency key returned a job made before. */
+  created: boolean;
+  /** With `wait`: true when the wait ran out before the job ended (HTTP 202). */
+  pending: boolean;
+}
+
+export interface ListFilter {
+  queue?: string;
+  status?: JobStatus;
+  kind?: string;
+  limit?: number;
+  before?: string;
+}
+
+export interface QueueCounts {
+  queue: string;
+  queued: number;
+  scheduled: number;
+  running: number;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+}
+
+export interface Health {
+  ok: boolean;
+  db: 'up' | 'down';
+  listener: 'up' | 'down' | 'polling';
+  streamLagMs: number | null;
+  tables: { name: string; liveTuples: number; deadTuples: number; lastAutovacuum: string | null; lastVacuum: string | null }[];
+}
+
+export interface StreamOptions {
+  queue?: string;
+  job?: string;
+  /** Start after this cursor ("0": from the beginning). Unset: live from now. */
+  lastEventId?: string;
+  signal?: AbortSignal;
+}
+
+/** An error reply of the API, with Fastify's {statusCode, error, message}. */
+export class HeraldApiError extends Error {
+  override name = 'HeraldApiError';
+  constructor(
+    readonly statusCode: number,
+    message: string,
+    readonly error: string = '',
+  ) {
+    super(message);
+  }
+}
+
+export interface HeraldClientOptions {
+  /** e.g. http://127.0.0.1:3000 */
+  baseUrl: string;
+  /** A token from HERALD_TOKENS, sent as Authorization: Bearer. */
+  token?: string;
+  fetch?: typeof fetch;
+}
+
+async function apiError(res: Response): Promise<HeraldApiError> {
+  const text = await res.text().catch(() => '');
+  try {
+    const body = JSON.parse(text);
+    if (body && typeof body.message === 'string') return new HeraldApiError(res.status, body.message, body.error);
+  } catch {
+    // not JSON: fall through
+  }
+  return new HeraldApiError(res.status, text.slice(0, 200) || res.statusText || `HTTP ${res.status}`);
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    }, { once: true });
+  });
+
+export class HeraldClient {
+  private readonly baseUrl: string;
+  private readonly fetch: typeof fetch;
+
+  constructor(private readonly opts: HeraldClientOptions) {
+    this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
+    this.fetch = opts.fetch ?? globalThis.fetch.bind(globalThis);
+  }
+
+  private headers(extra: Record<string, string> = {}): Record<string, string> {
+    return { accept: 'application/json', ...(this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}), ...extra };
+  }
+
+  private async call<T>(method: string, path: string, body?: unknown, init: { headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<{ status: number; headers: Headers; body: T }> {
+    const res = await this.fetch(`${this.baseUrl}${path}`, {
+      method,
+      headers: this.headers({ ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...init.headers }),
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: init.signal,
+    });
+    if (!res.ok) throw await apiError(res);
+    return { status: res.status, headers: res.headers, body: (await res.json()) as T };
+  }
+
+  /** Adds a job. 409 (a reused key with a different job) and 4xx throw HeraldApiError. */
+  async enqueue(input: EnqueueInput, opts: EnqueueOptions = {}): Promise<EnqueueResult> {
+    const body = { ...input, runAt: input.runAt instanceof Date ? input.runAt.toISOString() : input.runAt };
+    const query = opts.wait !== undefined ? `?wait=${opts.wait}` : '';
+    const headers = opts.idempotencyKey !== undefined ? { 'idempotency-key': opts.idempotencyKey } : undefined;
+    const res = await this.call<Job>('POST', `/api/jobs${query}`, body, { headers, signal: opts.signal });
+    const createdHeader = res.headers.get('herald-job-created');
+    return { job: res.body, created: createdHeader ? createdHeader === 'true' : res.status === 201, pending: res.status === 202 };
+  }
+
+  /** Adds up to 1000 jobs, all or nothing; returns them in order. */
+  async enqueueBatch(jobs: EnqueueInput[]): Promise<Job[]> {
+    const body = { jobs: jobs.map((j) => ({ ...j, runAt: j.runAt instanceof Date ? j.runAt.toISOString() : j.runAt })) };
+    return (await this.call<{ jobs: Job[] }>('POST', '/api/jobs/batch', body)).body.jobs;
+  }
+
+  async get(id: string): Promise<Job> {
+    return (await this.call<Job>('GET', `/api/jobs/${encodeURIComponent(id)}`)).body;
+  }
+
+  /** Newest first; pass `next` back as `before` for the next page. */
+  async list(filter: ListFilter = {}): Promise<{ jobs: Job[]; next: string | null }> {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(filter)) if (v !== undefined) q.set(k, String(v));
+    const qs = q.toString();
+    return (await this.call<{ jobs: Job[]; next: string | null }>('GET', `/api/jobs${qs ? `?${qs}` : ''}`)).body;
+  }
+
+  /** A job's events, oldest first. */
+  async jobEvents(id: string): Promise<ApiJobEvent[]> {
+    return (await this.call<{ events: ApiJobEvent[] }>('GET', `/api/jobs/${encodeURIComponent(id)}/events`)).body.events;
+  }
+
+  async cancel(id: string): Promise<Job> {
+    return (await this.call<Job>('POST', `/api/jobs/${encodeURIComponent(id)}/cancel`)).body;
+  }
+
+  async retry(id: string): Promise<Job> {
+    return (await this.call<Job>('POST', `/api/jobs/${encodeURIComponent(id)}/retry`)).body;
+  }
+
+  async queues(): Promise<QueueCounts[]> {
+    return (await this.call<{ queues: QueueCounts[] }>('GET', '/api/queues')).body.queues;
+  }
+
+  async health(): Promise<Health> {
+    const res = await this.fetch(`${this.baseUrl}/api/health`, { headers: this.headers() });
+    if (res.status !== 200 && res.status !== 503) throw await apiError(res);
+    return (await res.json()) as Health;
+  }
+
+  /**
+   * The event stream. Iterate it with `for await`; breaking out (or `close()`, or the signal)
+   * ends it. A dropped connection is resumed with the last id seen, so nothing is lost or
+   * repeated. 4xx replies (bad token, bad cursor) throw HeraldApiError; others are retried.
+   */
+  events(opts: StreamOptions = {}): EventStream {
+    return new EventStream(this.fetch, this.baseUrl, this.headers({ accept: 'text/event-stream' }), opts);
+  }
+}
+
+export class EventStream implements AsyncIterable<StreamEvent> {
+  /** The cursor of the last event handed out (or where a live stream began). */
+  lastEventId: string | undefined;
+  /** Connections made after the first, since this stream began. */
+  reconnects = 0;
+  private readonly abort = new AbortController();
+  private connection?: AbortController;
+  /** The current connection was dropped by reconnect(), not by a failure. */
+  private dropped = false;
+
+  constructor(
+    private readonly fetchFn: typeof fetch,
+    private readonly baseUrl: string,
+    private readonly headers: Record<string, string>,
+    private readonly opts: StreamOptions,
+  ) {
+    this.lastEventId = opts.lastEventId;
+    opts.signal?.addEventListener('abort', () => this.close(), { once: true });
+  }
+
+  /** Ends the stream; a pending `next()` finishes. */
+  close(): void {
+    this.abort.abort();
+  }
+
+  /** Drops the current connection only; the stream resumes after it (for tests and failover). */
+  reconnect(): void {
+    if (!this.connection || this.connection.signal.aborted) return;
+    this.dropped = true;
+    this.connection.abort();
+  }
+
+  private url(): string {
+    const q = new URLSearchParams();
+    if (this.opts.queue !== undefined) q.set('queue', this.opts.queue);
+    if (this.opts.job !== undefined) q.set('job', this.opts.job);
+    const qs = q.toString();
+    return `${this.baseUrl}/api/events${qs ? `?${qs}` : ''}`;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<StreamEvent> {
+    let failures = 0;
+    let first = true;
+    try {
+      while (!this.abort.signal.aborted) {
+        if (!first) this.reconnects++;
+        first = false;
+        if (failures > 0) await sleep(Math.min(5_000, 100 * 2 ** (failures - 1)), this.abort.signal);
+        if (this.abort.signal.aborted) return;
+        this.connection = new AbortController();
+        this.dropped = false;
+        const signal = AbortSignal.any([this.abort.signal, this.connection.signal]);
+        let res: Response;
+        try {
+          const headers = this.lastEventId !== undefined ? { ...this.headers, 'last-event-id': this.lastEventId } : this.headers;
+          res = await this.fetchFn(this.url(), { headers, signal });
+        } catch {
+          if (!this.dropped) failures++;
+          continue;
+        }
+        if (!res.ok || !res.body) {
+          const err = await apiError(res);
+          if (res.status >= 400 && res.status < 500 && res.status !== 429) throw err;
+          failures++;
+          continue;
+        }
+        // A live stream starts at the server's head; resuming from there loses nothing.
+        this.lastEventId ??= res.headers.get('herald-cursor') ?? undefined;
+        const ready: StreamEvent[] = [];
+        const parser = createParser({
+          onEvent: (m) => {
+            if (m.event === 'job' && m.id) ready.push({ ...JSON.parse(m.data), id: m.id });
+          },
+        });
+        const decoder = new TextDecoder();
+        let got = false;
+        try {
+          for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+            parser.feed(decoder.decode(chunk, { stream: true }));
+            while (ready.length > 0) {
+              const event = ready.shift()!;
+              got = true;
+              this.lastEventId = event.id;
+              yield event;
+            }
+          }
+        } catch {
+          // The connection dropped (or was dropped on purpose): resume below.
+        }
+        failures = got || this.dropped ? 0 : failures + 1;
+      }
+    } finally {
+      this.connection?.abort();
+    }
+  }
+}
