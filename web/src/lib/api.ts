@@ -124,6 +124,14 @@ export async function listWorkers(): Promise<WorkerInfo[]> {
   return r.workers ?? [];
 }
 
-export function getHealth(): Promise<Health> {
-  return request('GET', '/api/health', { accept: [503] });
+/** The health report; a 503 (database unreachable) still carries one. Missing fields read as down. */
+export async function getHealth(): Promise<Health> {
+  const b = (await request<Partial<Health> | null>('GET', '/api/health', { accept: [503] })) ?? {};
+  return {
+    ok: b.ok === true,
+    db: b.db ?? (b.ok ? 'up' : 'down'),
+    listener: b.listener ?? 'down',
+    streamLagMs: b.streamLagMs ?? null,
+    tables: Array.isArray(b.tables) ? b.tables : [],
+  };
 }

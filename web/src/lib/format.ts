@@ -10,7 +10,8 @@ export function fmtTime(iso: string | null | undefined, now = Date.now()): strin
   const t = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
   const today = new Date(now);
   if (d.toDateString() === today.toDateString()) return t;
-  return `${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${t}`;
+  if (d.getFullYear() === today.getFullYear()) return `${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${t}`;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${t}`;
 }
 
 /** "18:04:05.123", for event timelines. */

@@ -64,16 +64,19 @@ export function frameScheduler(run: () => void): void {
 // reconnect can overlap with what the browser already delivered; a bounded set makes that harmless.
 
 export class RecentIds {
-  #ids = new Set<string>();
+  // Two generations instead of one insertion-ordered Set: evicting a Set's oldest entry over and
+  // over is slow in V8 (iteration skips the deleted slots), and this runs for every event.
+  #current = new Set<string>();
+  #previous = new Set<string>();
   constructor(private readonly cap = 20_000) {}
 
-  /** True when the id is new (and remembers it), false for a duplicate. */
+  /** True when the id is new (and remembers it), false for a duplicate. Remembers at least the last cap/2. */
   add(id: string): boolean {
-    if (this.#ids.has(id)) return false;
-    this.#ids.add(id);
-    if (this.#ids.size > this.cap) {
-      const oldest = this.#ids.values().next().value;
-      if (oldest !== undefined) this.#ids.delete(oldest);
+    if (this.#current.has(id) || this.#previous.has(id)) return false;
+    this.#current.add(id);
+    if (this.#current.size >= this.cap / 2) {
+      this.#previous = this.#current;
+      this.#current = new Set();
     }
     return true;
   }
@@ -172,20 +175,25 @@ export interface Transition {
  * tells exactly which count to move. Bounded; the least recently touched jobs fall out first.
  */
 export class LiveIndex {
-  #jobs = new Map<string, JobSnapshot>();
+  // Bounded with two generations (see RecentIds): a job touched recently is in `current`; when
+  // `current` fills up it becomes `previous` and the old `previous` is dropped.
+  #current = new Map<string, JobSnapshot>();
+  #previous = new Map<string, JobSnapshot>();
   constructor(private readonly cap = 50_000) {}
 
   get(id: string): JobSnapshot | undefined {
-    return this.#jobs.get(id);
+    return this.#current.get(id) ?? this.#previous.get(id);
   }
 
   get size(): number {
-    return this.#jobs.size;
+    let n = this.#current.size;
+    for (const id of this.#previous.keys()) if (!this.#current.has(id)) n++;
+    return n;
   }
 
   /** Records a job fetched over HTTP, unless the stream already told us something newer. */
   seed(job: Pick<Job, 'id' | 'queue' | 'kind' | 'status' | 'attempt' | 'runAt' | 'lockedBy'>, now: number): void {
-    if (this.#jobs.has(job.id)) return;
+    if (this.get(job.id)) return;
     this.#put({
       id: job.id,
       queue: job.queue,
@@ -199,7 +207,7 @@ export class LiveIndex {
 
   /** Records an event and says which bucket the job left and which it entered. */
   apply(ev: JobEvent, now: number): Transition {
-    const known = this.#jobs.get(ev.jobId);
+    const known = this.get(ev.jobId);
     const prev = known ? known.bucket : inferPrevBucket(ev.type);
     const next = bucketOf(ev.status, eventRunAt(ev), now);
     this.#put({
@@ -215,11 +223,10 @@ export class LiveIndex {
   }
 
   #put(s: JobSnapshot): void {
-    this.#jobs.delete(s.id); // re-insert so Map order = least recently touched first
-    this.#jobs.set(s.id, s);
-    if (this.#jobs.size > this.cap) {
-      const oldest = this.#jobs.keys().next().value;
-      if (oldest !== undefined) this.#jobs.delete(oldest);
+    this.#current.set(s.id, s);
+    if (this.#current.size >= this.cap / 2) {
+      this.#previous = this.#current;
+      this.#current = new Map();
     }
   }
 }
@@ -371,39 +378,45 @@ export function matchesFilter(job: { queue: string; kind: string; status: string
  * after the event, it matches the filter and belongs on this page; then the page is trimmed to
  * `limit` rows and the returned `next` cursor follows the last kept row.
  * Rows that stop matching the filter stay (marked by the caller) so nothing jumps under the pointer.
+ * With `firstPage: false` nothing is added, and the events of jobs not on the page come back in
+ * `missed` (the jobs table applies those to page one a few times a second, not every frame).
  */
 export function mergeIntoPage(
   rows: Job[],
   batch: JobEvent[],
   opts: { filter: JobFilter; limit: number; firstPage: boolean; next: string | null },
-): { rows: Job[]; next: string | null; changed: boolean } {
+): { rows: Job[]; next: string | null; changed: boolean; missed: JobEvent[] } {
   const byId = new Map<string, Job>();
   for (const r of rows) byId.set(r.id, r);
   let added: Job[] | null = null;
+  const missed: JobEvent[] = [];
   for (const ev of batch) {
     const row = byId.get(ev.jobId);
     if (row) {
       applyEventToJob(row, ev);
       continue;
     }
-    if (!opts.firstPage) continue;
+    if (!opts.firstPage) {
+      missed.push(ev);
+      continue;
+    }
     if (!matchesFilter(ev, opts.filter)) continue;
     const job = jobFromEvent(ev);
     byId.set(job.id, job);
     (added ??= []).push(job);
   }
-  if (!added) return { rows, next: opts.next, changed: false };
+  if (!added) return { rows, next: opts.next, changed: false, missed };
 
   const full = rows.length >= opts.limit || opts.next !== null;
   const oldest = rows.length ? rows[rows.length - 1].id : null;
   // A job older than the page's last row belongs to a later page when the page is full.
   const fits = added.filter((j) => !full || oldest === null || compareIds(j.id, oldest) > 0);
-  if (fits.length === 0) return { rows, next: opts.next, changed: false };
+  if (fits.length === 0) return { rows, next: opts.next, changed: false, missed };
 
   const merged = [...rows, ...fits].sort((a, b) => compareIds(b.id, a.id));
-  if (merged.length <= opts.limit) return { rows: merged, next: opts.next, changed: true };
+  if (merged.length <= opts.limit) return { rows: merged, next: opts.next, changed: true, missed };
   const kept = merged.slice(0, opts.limit);
-  return { rows: kept, next: kept[kept.length - 1].id, changed: true };
+  return { rows: kept, next: kept[kept.length - 1].id, changed: true, missed };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -635,6 +648,8 @@ export class StreamClient {
       let parsed: unknown;
       try {
         parsed = JSON.parse(String(m.data));
+        // Tolerate a server that JSON-encodes the already-encoded event (a string of JSON).
+        if (typeof parsed === 'string') parsed = JSON.parse(parsed);
       } catch {
         return;
       }
@@ -650,7 +665,7 @@ export class StreamClient {
         // The browser gave up: our turn, with backoff and the cursor.
         src.close();
         this.#source = null;
-        this.#setState('reconnecting');
+        this.#setState(this.#opened ? 'reconnecting' : 'connecting');
         this.o.onHardFailure?.();
         this.#scheduleRetry();
       } else {

@@ -42,7 +42,7 @@ class BoardStore {
   queues = $state<QueueCounts[]>([]);
   queuesLoaded = $state(false);
   queuesError = $state<unknown>(null);
-  /** The newest events, newest first (raw state: replaced whole each frame). */
+  /** The newest events, newest first (raw state: replaced whole, at most 4 times a second). */
   recent = $state.raw<JobEvent[]>([]);
   /** Bumps when the stream reopened without a cursor, so events may have been missed: views reload. */
   resyncs = $state(0);
@@ -53,6 +53,9 @@ class BoardStore {
   #listeners = new Set<BatchListener>();
   #batcher = new EventBatcher<JobEvent>((b) => this.#applyBatch(b), frameScheduler);
   #client: StreamClient | null = null;
+  #recentBuf: JobEvent[] = [];
+  // The feed is for reading, not for animation: 4 updates a second are plenty.
+  #publishRecent = throttle(() => (this.recent = this.#recentBuf), 250);
 
   /** Re-fetches /api/queues, at most once a second, always once after the last call. */
   refreshQueues = throttle(() => this.#loadQueues(), 1000);
@@ -118,7 +121,8 @@ class BoardStore {
     this.lastEventId = this.#client?.lastId ?? null;
     this.eventCount += batch.length;
     const newest = batch.slice(-RECENT).reverse(); // a copy: listeners get the batch in order
-    this.recent = [...newest, ...this.recent].slice(0, RECENT);
+    this.#recentBuf = [...newest, ...this.#recentBuf].slice(0, RECENT);
+    this.#publishRecent();
 
     for (const fn of this.#listeners) {
       try {

@@ -76,12 +76,15 @@ describe('EventBatcher', () => {
 });
 
 describe('RecentIds', () => {
-  it('drops duplicates and forgets the oldest past its cap', () => {
-    const s = new RecentIds(2);
+  it('drops duplicates and forgets old ids past its cap', () => {
+    const s = new RecentIds(4);
     expect(s.add('1')).toBe(true);
     expect(s.add('1')).toBe(false);
     expect(s.add('2')).toBe(true);
     expect(s.add('3')).toBe(true);
+    expect(s.add('2')).toBe(false); // still remembered (the last cap/2 at least)
+    expect(s.add('4')).toBe(true);
+    expect(s.add('5')).toBe(true);
     expect(s.add('1')).toBe(true); // forgotten
   });
 });
@@ -165,11 +168,12 @@ describe('status and count bookkeeping', () => {
   });
 
   it('bounds the index', () => {
-    const idx = new LiveIndex(3);
-    for (const id of ['1', '2', '3', '4']) idx.apply(ev(id, 'enqueued', 'queued'), now);
-    expect(idx.size).toBe(3);
+    const idx = new LiveIndex(4);
+    for (const id of ['1', '2', '3', '4', '5', '6']) idx.apply(ev(id, 'enqueued', 'queued'), now);
+    expect(idx.size).toBeLessThanOrEqual(4);
     expect(idx.get('1')).toBeUndefined();
-    expect(idx.get('4')?.status).toBe('queued');
+    expect(idx.get('6')?.status).toBe('queued');
+    expect(idx.get('5')?.status).toBe('queued');
   });
 });
 
@@ -364,6 +368,16 @@ describe('StreamClient (reconnect cursor)', () => {
     // a successful open resets the backoff
     sources[2].fail(true);
     expect(timers[0].ms).toBe(500);
+  });
+
+  it('accepts event data that was JSON-encoded twice', () => {
+    const { c, sources, events } = setup();
+    c.start();
+    sources[0].open();
+    const m = { data: JSON.stringify(JSON.stringify(payload(5))), lastEventId: '9.5' } as MessageEvent;
+    for (const fn of sources[0].listeners.get('job') ?? []) fn(m);
+    expect(events.map((e) => e.eventId)).toEqual(['5']);
+    expect(c.lastId).toBe('9.5');
   });
 
   it('reports a reopen without a cursor (so views reload) and waits for a token when told to', () => {
