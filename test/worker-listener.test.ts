@@ -1,0 +1,75 @@
+// Waking up: the listener survives pg_terminate_backend, and without LISTEN the worker polls.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { startWorkerProcess, until, type WorkerProcess } from './fixtures/worker-process.ts';
+
+let db: TestDatabase;
+const workers: WorkerProcess[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.stop()));
+  await db.drop();
+});
+
+const succeeded = (id: string, what: string, timeoutMs?: number) =>
+  until(async () => (await db.queue.get(id))?.status === 'succeeded', what, timeoutMs);
+
+const listenerPid = async (w: WorkerProcess): Promise<number | null> => {
+  const { rows } = await db.pool.query(
+    `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()`,
+    [`herald:worker-listener:${w.pid}`],
+  );
+  return rows[0]?.pid ?? null;
+};
+
+describe('listener', () => {
+  it('recovers from pg_terminate_backend, catches up on what it missed, and still starts jobs at once', async () => {
+    // A minute between polls: anything that runs within the waits below was woken by NOTIFY
+    // or by the catch-up claim after the reconnect.
+    const w = await startWorkerProcess({ databaseUrl: db.url, env: { HERALD_POLL_MS: '60000' } });
+    workers.push(w);
+    const { job: before } = await db.queue.enqueue({ kind: 'echo', payload: { n: 1 } });
+    await succeeded(before.id, 'a job before the kill', 10_000);
+
+    const pid = await listenerPid(w);
+    expect(pid).not.toBeNull();
+    await db.pool.query('SELECT pg_terminate_backend($1)', [pid]);
+    // Enqueued while the listener is down: its NOTIFY is lost; the claim after reconnecting finds it.
+    const { job: missed } = await db.queue.enqueue({ kind: 'echo', payload: { n: 2 } });
+    await w.waitForLog((l) => l.msg === 'listener reconnected');
+    await succeeded(missed.id, 'the job enqueued while the listener was down', 10_000);
+
+    const newPid = await listenerPid(w);
+    expect(newPid).not.toBeNull();
+    expect(newPid).not.toBe(pid);
+    const { job: after } = await db.queue.enqueue({ kind: 'echo', payload: { n: 3 } });
+    await succeeded(after.id, 'a job after the reconnect', 10_000);
+    await w.waitForLog((l) => l.msg === 'claim' && l.claimed === 1 && String(l.reason).startsWith('notify'));
+    await w.stop();
+  });
+});
+
+describe('poll-only mode', () => {
+  it('warns once that it cannot LISTEN, and runs jobs by polling', async () => {
+    // The "direct" session is another database, so the NOTIFY probe sent through the query pool
+    // never reaches it: exactly what a transaction pooler does. (A closed port would not do:
+    // the CLI runs migrations on the listen URL.)
+    const elsewhere = await createTestDatabase();
+    const w = await startWorkerProcess({
+      databaseUrl: db.url,
+      env: { HERALD_LISTEN_URL: elsewhere.url, HERALD_POLL_MS: '200' },
+      args: ['--queues', 'polled'],
+    }).finally(() => elsewhere.drop());
+    workers.push(w);
+    const warnings = w.logs.filter((l) => l.level === 40 && /cannot LISTEN/.test(l.msg));
+    expect(warnings).toHaveLength(1);
+    expect(w.logs.find((l) => l.msg === 'worker started')).toMatchObject({ listening: false });
+    const { job } = await db.queue.enqueue({ kind: 'echo', queue: 'polled', payload: { polled: true } });
+    await succeeded(job.id, 'the polled job');
+    expect(await db.queue.get(job.id)).toMatchObject({ result: { polled: true }, lockedBy: null });
+    await w.waitForLog((l) => l.msg === 'claim' && l.reason === 'poll' && l.claimed === 1);
+  });
+});

@@ -1,0 +1,49 @@
+// SIGTERM: the worker stops claiming, lets short jobs finish, hands back the ones still running
+// when the grace period ends (event 'released', attempt not burned) and exits 0.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { startWorkerProcess, until, type WorkerProcess } from './fixtures/worker-process.ts';
+
+let db: TestDatabase;
+let worker: WorkerProcess | undefined;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await worker?.stop();
+  await db.drop();
+});
+
+it('drains short jobs, releases long ones after the grace period, and exits 0', async () => {
+  worker = await startWorkerProcess({
+    databaseUrl: db.url,
+    args: ['--concurrency', '4'],
+    env: { HERALD_SHUTDOWN_GRACE_MS: '1500', HERALD_POLL_MS: '60000' },
+  });
+  const [short, long] = await db.queue.enqueueMany([
+    { kind: 'sleep', payload: { ms: 500 } },
+    { kind: 'sleep', payload: { ms: 120_000 } },
+  ]);
+  await until(async () => {
+    const jobs = await Promise.all([short, long].map((e) => db.queue.get(e.job.id)));
+    return jobs.every((j) => j?.status === 'running');
+  }, 'both jobs to run');
+
+  worker.child.kill('SIGTERM');
+  // Claiming stopped: a job enqueued now stays queued.
+  await worker.waitForLog((l) => l.msg === 'worker stopping: no new claims');
+  const { job: late } = await db.queue.enqueue({ kind: 'echo', payload: { late: true } });
+  expect(await worker.exited).toBe(0);
+
+  expect(await db.queue.get(short.job.id)).toMatchObject({ status: 'succeeded', attempt: 1, result: { slept: 500 } });
+  expect(await db.queue.get(long.job.id)).toMatchObject({ status: 'queued', attempt: 0, lockedBy: null });
+  const longEvents = await db.queue.events(long.job.id);
+  expect(longEvents.map((e) => [e.type, e.attempt])).toEqual([
+    ['enqueued', 0],
+    ['claimed', 1],
+    ['released', 0],
+  ]);
+  expect(longEvents[2].worker).toBe(worker.id);
+  expect(await db.queue.get(late.id)).toMatchObject({ status: 'queued', attempt: 0 });
+});
