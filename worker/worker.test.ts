@@ -1,0 +1,151 @@
+// The worker in-process against real PostgreSQL: handler context, outcomes the database cannot
+// take, fencing, timers instead of polls, and the shutdown signal.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
+import { until } from '../test/fixtures/worker-process.ts';
+import type { Job } from '../queue/job.ts';
+import { Worker, type WorkerOptions } from './worker.ts';
+import type { TaskContext } from './tasks.ts';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(() => db.drop());
+
+let queueNo = 0;
+/** A worker on a queue of its own, so tests cannot take each other's jobs. */
+async function withWorker(opts: Partial<WorkerOptions>, fn: (w: Worker, queue: string) => Promise<void>): Promise<void> {
+  const queue = `q${++queueNo}`;
+  const w = new Worker({ databaseUrl: db.url, concurrency: 4, pollMs: 60_000, queues: [queue], ...opts });
+  await w.start();
+  try {
+    await fn(w, queue);
+  } finally {
+    await w.stop();
+  }
+}
+
+const finished = (id: string) =>
+  until(async () => {
+    const j = await db.queue.get(id);
+    return j && ['succeeded', 'failed', 'cancelled'].includes(j.status) ? j : null;
+  }, `job ${id} to finish`);
+
+describe('handlers', () => {
+  it('get the job, a signal, progress and a logger; the result is stored', async () => {
+    let seen: TaskContext | undefined;
+    const task = async (payload: { n: number }, ctx: TaskContext) => {
+      seen = ctx;
+      await ctx.progress(50, 'half');
+      ctx.log.info('working');
+      return { doubled: payload.n * 2 };
+    };
+    await withWorker({ tasks: { double: task } }, async (w, queue) => {
+      const { job } = await db.queue.enqueue({ kind: 'double', queue, payload: { n: 21 } });
+      const done = await finished(job.id);
+      expect(done).toMatchObject({ status: 'succeeded', result: { doubled: 42 }, lockedBy: null, progress: { percent: 50, message: 'half' } });
+      expect(seen!.job).toMatchObject({ id: job.id, attempt: 1, lockedBy: w.id });
+      expect(seen!.signal.aborted).toBe(false);
+      expect((await db.queue.events(job.id)).map((e) => e.type)).toEqual(['enqueued', 'claimed', 'progress', 'succeeded']);
+    });
+  });
+
+  it('fail the attempt when the result is not JSON, or progress is out of range', async () => {
+    const tasks = { big: async () => ({ n: 10n }), over: async (_p: unknown, ctx: TaskContext) => ctx.progress(150) };
+    await withWorker({ tasks }, async (_w, queue) => {
+      const [big, over] = await db.queue.enqueueMany([
+        { kind: 'big', queue, maxAttempts: 1 },
+        { kind: 'over', queue, maxAttempts: 1 },
+      ]);
+      expect(await finished(big.job.id)).toMatchObject({ status: 'failed', result: null });
+      expect((await db.queue.get(big.job.id))!.lastError!.message).toMatch(/result is not JSON-serialisable.*BigInt/);
+      expect((await finished(over.job.id)).lastError!.message).toMatch(/progress percent must be a number from 0 to 100/);
+    });
+  });
+
+  it('a result Postgres refuses fails only its own job, not the batch it was written with', async () => {
+    const tasks = { nul: async () => 'a\u0000b', ok: async () => 'fine' };
+    await withWorker({ tasks, concurrency: 10 }, async (_w, queue) => {
+      const jobs = await db.queue.enqueueMany([
+        { kind: 'ok', queue }, { kind: 'nul', queue, maxAttempts: 1 }, { kind: 'ok', queue },
+      ]);
+      const [a, bad, b] = await Promise.all(jobs.map((e) => finished(e.job.id)));
+      expect([a.status, a.result, b.status, b.result]).toEqual(['succeeded', 'fine', 'succeeded', 'fine']);
+      expect(bad.status).toBe('failed');
+      expect(bad.lastError!.message).toMatch(/result could not be stored/);
+    });
+  });
+});
+
+describe('fencing', () => {
+  it('a lost lease fires the signal with LeaseLostError and the outcome is never written', async () => {
+    let reason: unknown;
+    let returned = false;
+    const task = (_p: unknown, ctx: TaskContext) =>
+      new Promise((resolve) => {
+        ctx.signal.addEventListener('abort', () => {
+          reason = ctx.signal.reason;
+          // A handler that ignores its signal and returns anyway: the value must be discarded.
+          setTimeout(() => {
+            resolve('stale');
+            returned = true;
+          }, 0);
+        });
+      });
+    // Renewals every 100 ms.
+    await withWorker({ tasks: { hang: task }, leaseMs: 300 }, async (w, queue) => {
+      const { job } = await db.queue.enqueue({ kind: 'hang', queue });
+      await until(async () => (await db.queue.get(job.id))?.status === 'running', 'the job to run');
+      // Another worker took over a newer attempt (what the reaper plus a re-claim would do).
+      await db.pool.query(`UPDATE herald.jobs SET attempt = 2, locked_by = 'someone-else' WHERE id = $1`, [job.id]);
+      await until(async () => returned, 'the handler to return after its signal fired');
+      expect(reason).toMatchObject({ name: 'LeaseLostError' });
+      expect(String((reason as Error).message)).toContain(w.id);
+      await new Promise((r) => setTimeout(r, 100)); // room for a wrongful write to land
+      expect(await db.queue.get(job.id)).toMatchObject({ status: 'running', attempt: 2, lockedBy: 'someone-else', result: null });
+      expect((await db.queue.events(job.id)).map((e) => e.type)).toEqual(['enqueued', 'claimed']);
+    });
+  });
+});
+
+describe('waking without polls (poll interval: one minute)', () => {
+  it('runs a scheduled job at its time, from the NOTIFY payload', async () => {
+    await withWorker({}, async (_w, queue) => {
+      const { job } = await db.queue.enqueue({ kind: 'echo', queue, payload: 1, runAt: new Date(Date.now() + 300) });
+      expect((await finished(job.id)).status).toBe('succeeded');
+    });
+  });
+
+  it('finds a scheduled job enqueued before it started, through nextRunAt', async () => {
+    const queue = `q${queueNo + 1}`;
+    const { job } = await db.queue.enqueue({ kind: 'echo', queue, payload: 1, runAt: new Date(Date.now() + 500) });
+    await withWorker({}, async () => {
+      expect((await finished(job.id)).status).toBe('succeeded');
+    });
+  });
+
+  it('retries after backoff', async () => {
+    await withWorker({ backoffBaseMs: 50 }, async (_w, queue) => {
+      const { job } = await db.queue.enqueue({ kind: 'flaky', queue, payload: { failTimes: 2 } });
+      expect(await finished(job.id)).toMatchObject({ status: 'succeeded', attempt: 3, result: { attempt: 3 } });
+    });
+  });
+});
+
+describe('stop()', () => {
+  it('releases jobs still running after the grace period and fires their signal with ShutdownError', async () => {
+    let reason: unknown;
+    let job: Job | undefined;
+    const task = (_p: unknown, ctx: TaskContext) =>
+      new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject((reason = ctx.signal.reason))));
+    const queue = `q${queueNo + 1}`;
+    await withWorker({ tasks: { hang: task }, shutdownGraceMs: 50 }, async () => {
+      ({ job } = await db.queue.enqueue({ kind: 'hang', queue }));
+      await until(async () => (await db.queue.get(job!.id))?.status === 'running', 'the job to run');
+    });
+    expect(reason).toMatchObject({ name: 'ShutdownError' });
+    expect(await db.queue.get(job!.id)).toMatchObject({ status: 'queued', attempt: 0, lastError: null });
+    expect((await db.queue.events(job!.id)).map((e) => e.type)).toEqual(['enqueued', 'claimed', 'released']);
+  });
+});
