@@ -19,7 +19,6 @@ beforeAll(async () => {
   server = await startServer({
     DATABASE_URL: db.url,
     HERALD_TOKENS: `viewer:${TOKENS.viewer},producer:${TOKENS.producer},admin:${TOKENS.admin}`,
-    HERALD_LOG_LEVEL: 'warn',
   });
 });
 afterAll(async () => {
@@ -77,7 +76,7 @@ const query = fc.array(
   ),
   { maxLength: 4 },
 );
-const request = fc.record({
+const randomRequest = fc.record({
   method: fc.constantFrom('GET', 'POST', 'POST', 'PUT', 'DELETE', 'PATCH'),
   path,
   query,
@@ -87,6 +86,27 @@ const request = fc.record({
   idempotencyKey: fc.option(fc.oneof(fc.stringMatching(/^k[0-9]{1,2}$/), nasty.filter((s) => /^[\x20-\x7e]*$/.test(s)))),
   lastEventId: fc.option(nasty.filter((s) => /^[\x20-\x7e]*$/.test(s))),
 });
+
+// Well-formed writes, so that the fuzzer also exercises what gets accepted (and must be stored).
+const validJob = fc.record(
+  {
+    kind: fc.constantFrom('echo', 'sleep', 'fail'),
+    queue: fc.stringMatching(/^[a-z]{1,6}$/),
+    payload: fc.jsonValue({ maxDepth: 2 }).filter((v) => !JSON.stringify(v).includes('\\u0000')),
+    priority: fc.integer({ min: -32768, max: 32767 }),
+    maxAttempts: fc.integer({ min: 1, max: 1000 }),
+    requires: fc.array(fc.stringMatching(/^[a-z]{1,5}$/), { maxLength: 3 }),
+    idempotencyKey: fc.stringMatching(/^k[0-9]{1,2}$/),
+  },
+  { requiredKeys: ['kind'] },
+);
+const writer = { token: fc.constantFrom(TOKENS.producer, TOKENS.admin), contentType: fc.constant('application/json'), query: fc.constant([]), idempotencyKey: fc.constant(null), lastEventId: fc.constant(null) };
+const validRequest = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ method: fc.constant('POST'), path: fc.constant('/api/jobs'), body: validJob.map((j) => JSON.stringify(j)), ...writer }) },
+  { weight: 1, arbitrary: fc.record({ method: fc.constant('POST'), path: fc.constant('/api/jobs/batch'), body: fc.array(validJob, { minLength: 1, maxLength: 5 }).map((jobs) => JSON.stringify({ jobs })), ...writer }) },
+  { weight: 2, arbitrary: fc.record({ method: fc.constant('POST'), path: fc.constantFrom('/api/jobs/@existing/cancel', '/api/jobs/@existing/retry'), body: fc.constant(undefined), ...writer, token: fc.constant(TOKENS.admin) }) },
+);
+const request = fc.oneof({ weight: 7, arbitrary: randomRequest }, { weight: 3, arbitrary: validRequest });
 
 describe('fuzz', () => {
   it(`answers ${RUNS} malformed requests with success or 4xx, and writes only what it accepted`, async () => {
@@ -98,7 +118,7 @@ describe('fuzz', () => {
 
     for (const r of requests) {
       const known = [...created];
-      const p = r.path.replace('@existing', known.length ? known[known.length % 7 % known.length] : '1');
+      const p = r.path.replace('@existing', known.length ? known[(known.length * 7919) % known.length] : '1');
       // ?wait holds the reply while no worker runs: keep accepted waits short, as a client would.
       const qs = r.query.map(([k, v]) => [k, k === 'wait' && /^\d+$/.test(v) && Number(v) <= 60_000 ? String(Number(v) % 50) : v]);
       const url = `${server.url}${p}${qs.length ? `?${new URLSearchParams(qs)}` : ''}`;

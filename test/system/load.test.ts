@@ -19,7 +19,7 @@ let server: { proc: HeraldProcess; url: string };
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  server = await startServer({ DATABASE_URL: db.url, HERALD_LOG_LEVEL: 'warn' });
+  server = await startServer({ DATABASE_URL: db.url });
 });
 afterAll(async () => {
   await server?.proc.dispose();

@@ -143,8 +143,8 @@ describe('security', () => {
       const payload = { text: s, [s]: [s] };
       const res = await fetch(`${server.url}/api/jobs`, {
         method: 'POST',
-        headers: { ...auth, 'idempotency-key': `inj-${i}-${s}`.slice(0, 200) },
-        body: JSON.stringify({ kind: 'echo', payload }),
+        headers: auth,
+        body: JSON.stringify({ kind: 'echo', payload, idempotencyKey: `inj-${i}-${s}`.slice(0, 200) }),
       });
       expect(res.status, s).toBe(201);
       const job = await res.json();
