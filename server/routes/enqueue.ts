@@ -47,6 +47,8 @@ export function enqueueRoutes(app: FastifyInstance, ctx: ServerContext): void {
       const wait = (request.query as { wait?: number }).wait ?? 0;
       if (wait === 0) return reply.code(created ? 201 : 200).send(job);
       const held = await waitForEnd(ctx.queue, ctx.hub.fanout, job.id, wait, holdSignal(reply, ctx.closing));
+      // Cut short by shutdown: close the connection after this reply so close() need not wait for it.
+      if (ctx.closing.aborted) reply.header('connection', 'close');
       return reply.code(held.ended ? (created ? 201 : 200) : 202).send(held.job ?? job);
     },
   );

@@ -18,7 +18,7 @@ export interface StreamFilter {
 }
 
 export interface SessionLimits {
-  /** Most events waiting for a slow client. */
+  /** Most events waiting for a slow client; keep it above the tailer's page (1000). */
   maxEvents: number;
   /** Most bytes waiting for a slow client. */
   maxBytes: number;
@@ -66,8 +66,9 @@ export class StreamSession implements Subscriber {
       this.pending.push(m);
       this.bytes += m.bytes;
     }
-    if (this.pending.length - this.head > this.limits.maxEvents || this.bytes > this.limits.maxBytes) return this.overflow();
     if (this.live) this.pump();
+    // What the socket would not take stays here; past the bound the client is too slow.
+    if (this.pending.length - this.head > this.limits.maxEvents || this.bytes > this.limits.maxBytes) this.overflow();
   }
 
   /** Live only: tells the client where it starts (an `id:` with no data), then streams. */
@@ -168,15 +169,20 @@ export class StreamSession implements Subscriber {
     this.head = 0;
     this.bytes = 0;
     this.onDrop(this);
-    this.close();
-    const raw = this.reply.raw;
-    setTimeout(() => raw.destroy(), END_GRACE_MS).unref();
+    this.close(END_GRACE_MS);
   }
 
-  /** Ends the stream after what was written (shutdown, overflow). */
-  close(): void {
+  /**
+   * Ends the stream after what was written (shutdown, overflow) and hangs up: an ended SSE
+   * response would otherwise leave an idle keep-alive socket that holds server.close() open.
+   * A client that does not read what is left is cut off after `graceMs`.
+   */
+  close(graceMs = 2_000): void {
     if (this.closed) return;
     this.closed = true;
+    const raw = this.reply.raw;
+    raw.once('finish', () => raw.socket?.end());
+    setTimeout(() => raw.destroy(), graceMs).unref();
     this.reply.sse.close();
   }
 
