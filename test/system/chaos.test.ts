@@ -163,7 +163,7 @@ describe('chaos', () => {
         WHERE j.attempt <> e.claims - e.releases`);
       expect(disagree).toEqual([]);
 
-      const { rows: all } = await pool.query(`SELECT id::text FROM herald.job_events ORDER BY id`);
+      const { rows: all } = await pool.query(`SELECT e.id::text AS id FROM herald.job_events e ORDER BY e.id`);
       await waitUntil(() => recorder.events.length >= all.length, 120_000, `the SSE client to catch up (${all.length} events)`);
       await sleep(500);
       await recorder.stop();

@@ -95,7 +95,7 @@ describe('through pgbouncer (transaction mode)', () => {
       return rows[0].n === ids.size;
     }, 120_000, 'every job to succeed');
 
-    const { rows } = await db.pool.query(`SELECT id::text FROM herald.job_events ORDER BY tx, id`);
+    const { rows } = await db.pool.query(`SELECT e.id::text AS id FROM herald.job_events e ORDER BY e.tx, e.id`);
     await waitUntil(() => streams.every((s) => s.events.length >= rows.length), 60_000, 'both streams to catch up');
     await Promise.all(streams.map((s) => s.stop()));
     const [a, b] = streams.map((s) => s.events.map((e) => e.eventId));
