@@ -275,10 +275,14 @@ export class EventStream implements AsyncIterable<StreamEvent> {
           },
         });
         const decoder = new TextDecoder();
+        // A reader rather than for-await: leaving the loop early must not wait for the body to cancel.
+        const reader = res.body.getReader();
         let got = false;
         try {
-          for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-            parser.feed(decoder.decode(chunk, { stream: true }));
+          for (;;) {
+            const { done, value } = await reader.read();
+            if (done) break;
+            parser.feed(decoder.decode(value, { stream: true }));
             while (ready.length > 0) {
               const event = ready.shift()!;
               got = true;
@@ -288,6 +292,9 @@ export class EventStream implements AsyncIterable<StreamEvent> {
           }
         } catch {
           // The connection dropped (or was dropped on purpose): resume below.
+        } finally {
+          this.connection.abort();
+          reader.cancel().catch(() => {});
         }
         failures = got || this.dropped ? 0 : failures + 1;
       }

@@ -17,7 +17,17 @@ export function createMetrics(queue: Queue, hub: EventHub): Registry {
     registers: [registry],
     async collect() {
       this.reset();
-      for (const row of await queue.counts()) for (const s of STATUSES) this.set({ queue: row.queue, status: s }, row[s]);
+      // While the database is unreachable the scrape still answers, without these series.
+      const rows = await queue.counts().catch(() => []);
+      for (const row of rows) for (const s of STATUSES) this.set({ queue: row.queue, status: s }, row[s]);
+    },
+  });
+  new Gauge({
+    name: 'herald_database_up',
+    help: '1 while the event tailer can read the database',
+    registers: [registry],
+    collect() {
+      this.set(hub.tailer.dbUp ? 1 : 0);
     },
   });
 
@@ -94,7 +104,7 @@ export function createMetrics(queue: Queue, hub: EventHub): Registry {
       registers: [registry],
       async collect() {
         this.reset();
-        for (const t of await tableStats()) {
+        for (const t of await tableStats().catch(() => [])) {
           const v = pick(t);
           if (v !== null) this.set({ table: t.name }, v);
         }

@@ -1,0 +1,112 @@
+// The typed client (client/index.ts) against a real server with tokens.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HeraldApiError, HeraldClient, type StreamEvent } from '../client/index.ts';
+import { TOKEN_SPEC, TOKENS, simulateWorker, testServer, until, type TestServer } from './server-support.ts';
+
+let s: TestServer;
+let producer: HeraldClient;
+let admin: HeraldClient;
+beforeAll(async () => {
+  s = await testServer({ listen: true, tokens: TOKEN_SPEC });
+  producer = new HeraldClient({ baseUrl: `${s.url}/`, token: TOKENS.producer });
+  admin = new HeraldClient({ baseUrl: s.url, token: TOKENS.admin });
+});
+afterAll(() => s.close());
+
+async function apiError(p: Promise<unknown>): Promise<HeraldApiError> {
+  const err = await p.then(() => null, (e: unknown) => e);
+  expect(err).toBeInstanceOf(HeraldApiError);
+  return err as HeraldApiError;
+}
+
+describe('HeraldClient', () => {
+  it('enqueues, with idempotency keys and Date runAt', async () => {
+    const runAt = new Date(Date.now() + 3_600_000);
+    const a = await producer.enqueue({ kind: 'mail', payload: { to: 'a@b' }, runAt, priority: 5 }, { idempotencyKey: 'mail-1' });
+    expect(a).toMatchObject({ created: true, pending: false, job: { kind: 'mail', priority: 5, runAt: runAt.toISOString(), idempotencyKey: 'mail-1' } });
+    const b = await producer.enqueue({ kind: 'mail', payload: { to: 'a@b' }, runAt }, { idempotencyKey: 'mail-1' });
+    expect(b).toMatchObject({ created: false, job: { id: a.job.id } });
+    const conflict = await apiError(producer.enqueue({ kind: 'mail', payload: { to: 'c@d' }, idempotencyKey: 'mail-1' }));
+    expect(conflict.statusCode).toBe(409);
+    expect(conflict.message).toMatch(/already made job/);
+  });
+
+  it('throws HeraldApiError with the status and the server message', async () => {
+    const bad = await apiError(producer.enqueue({ kind: 'no spaces' }));
+    expect(bad).toMatchObject({ statusCode: 400, error: 'Bad Request' });
+    expect(bad.message).toMatch(/^kind must be 1-128/);
+    expect((await apiError(producer.get('987654'))).statusCode).toBe(404);
+    expect((await apiError(producer.cancel('1'))).statusCode).toBe(403);
+    expect((await apiError(new HeraldClient({ baseUrl: s.url }).list())).statusCode).toBe(401);
+    expect((await apiError(new HeraldClient({ baseUrl: s.url, token: 'wrong' }).queues())).statusCode).toBe(401);
+  });
+
+  it('enqueues a batch, lists with paging, reads a job and its events', async () => {
+    const jobs = await producer.enqueueBatch(Array.from({ length: 5 }, (_, i) => ({ kind: 'batch', queue: 'cq', payload: { i } })));
+    expect(jobs.map((j) => (j.payload as { i: number }).i)).toEqual([0, 1, 2, 3, 4]);
+    const page1 = await producer.list({ queue: 'cq', limit: 3 });
+    expect(page1.jobs.map((j) => j.id)).toEqual([jobs[4].id, jobs[3].id, jobs[2].id]);
+    const page2 = await producer.list({ queue: 'cq', limit: 3, before: page1.next! });
+    expect(page2).toEqual({ jobs: [expect.objectContaining({ id: jobs[1].id }), expect.objectContaining({ id: jobs[0].id })], next: null });
+    expect((await producer.get(jobs[0].id)).kind).toBe('batch');
+    expect((await producer.jobEvents(jobs[0].id)).map((e) => e.type)).toEqual(['enqueued']);
+    expect((await producer.queues()).find((q) => q.queue === 'cq')).toMatchObject({ queued: 5 });
+    const batchError = await apiError(producer.enqueueBatch([{ kind: 'ok' }, { kind: 'bad kind' }]));
+    expect(batchError.message).toMatch(/^jobs\[1\]\.kind/);
+  });
+
+  it('cancels and retries as admin', async () => {
+    const { job } = await producer.enqueue({ kind: 'c' });
+    expect((await admin.cancel(job.id)).status).toBe('cancelled');
+    expect((await admin.retry(job.id)).status).toBe('queued');
+    expect((await apiError(admin.retry(job.id))).statusCode).toBe(409);
+  });
+
+  it('waits for a job to end, or says it is still pending', async () => {
+    const stop = new AbortController();
+    const worker = simulateWorker(s.db.queue, 'cw', stop.signal);
+    const done = await producer.enqueue({ kind: 'echo', queue: 'waited' }, { wait: 30_000 });
+    stop.abort();
+    await worker;
+    expect(done).toMatchObject({ created: true, pending: false, job: { status: 'succeeded' } });
+    const pending = await producer.enqueue({ kind: 'echo', queue: 'unserved' }, { wait: 100 });
+    expect(pending).toMatchObject({ created: true, pending: true, job: { status: 'queued' } });
+  });
+
+  it('reports health', async () => {
+    expect(await producer.health()).toMatchObject({ ok: true, db: 'up', listener: 'up' });
+  });
+
+  it('streams events with filters, and resumes by itself after dropped connections', async () => {
+    const stream = new HeraldClient({ baseUrl: s.url, token: TOKENS.viewer }).events({ queue: 'streamed', lastEventId: '0' });
+    const seen: StreamEvent[] = [];
+    const consuming = (async () => {
+      for await (const e of stream) {
+        seen.push(e);
+        if (seen.length % 7 === 0) stream.reconnect();
+        if (seen.length === 40) break;
+      }
+    })();
+    await producer.enqueueBatch(Array.from({ length: 10 }, (_, i) => ({ kind: 'e', queue: i % 2 ? 'streamed' : 'other' })));
+    // One event at a time from here, so every drop happens between two events.
+    for (let i = seen.length; i < 40; i++) {
+      await producer.enqueue({ kind: 'e', queue: 'other' });
+      await producer.enqueue({ kind: 'e', queue: 'streamed' });
+      await until(() => seen.length > i);
+    }
+    await consuming;
+    expect(seen).toHaveLength(40);
+    expect(seen.every((e) => e.queue === 'streamed' && e.type === 'enqueued')).toBe(true);
+    expect(new Set(seen.map((e) => e.eventId)).size).toBe(40);
+    expect(stream.reconnects).toBeGreaterThanOrEqual(5);
+    expect(stream.lastEventId).toBe(seen[39].id);
+    await until(() => s.hub.sessions.size === 0);
+  });
+
+  it('rejects a stream it cannot open', async () => {
+    const err = await apiError((async () => {
+      for await (const _ of new HeraldClient({ baseUrl: s.url }).events()) break;
+    })());
+    expect(err.statusCode).toBe(401);
+  });
+});

@@ -1,0 +1,134 @@
+// Operations: /api/health through a database outage (a TCP proxy in front of PostgreSQL that
+// we cut and restore), the stream catching up afterwards, and the work counters in /metrics.
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HeraldClient, type StreamEvent } from '../client/index.ts';
+import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { simulateWorker, testServer, until, type TestServer } from './server-support.ts';
+
+/** A TCP proxy to PostgreSQL that can be cut (connections dropped, port refused) and restored. */
+class CuttableProxy {
+  private server?: net.Server;
+  private readonly sockets = new Set<net.Socket>();
+  port = 0;
+
+  constructor(private readonly target: { host: string; port: number }) {}
+
+  async start(): Promise<void> {
+    this.server = net.createServer((client) => {
+      const upstream = net.connect(this.target.port, this.target.host);
+      for (const [a, b] of [[client, upstream], [upstream, client]]) {
+        this.sockets.add(a);
+        a.on('error', () => b.destroy());
+        a.on('close', () => {
+          this.sockets.delete(a);
+          b.destroy();
+        });
+        a.pipe(b);
+      }
+    });
+    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
+    this.port = (this.server!.address() as net.AddressInfo).port;
+  }
+
+  async cut(): Promise<void> {
+    const closed = new Promise((resolve) => this.server!.close(resolve));
+    for (const s of this.sockets) s.destroy();
+    await closed;
+  }
+}
+
+let db: TestDatabase;
+let proxy: CuttableProxy;
+let s: TestServer;
+
+beforeAll(async () => {
+  db = await createTestDatabase({ backoffBaseMs: 5, backoffMaxMs: 10 });
+  const u = new URL(db.url);
+  proxy = new CuttableProxy({ host: u.hostname, port: Number(u.port) });
+  await proxy.start();
+  u.hostname = '127.0.0.1';
+  u.port = String(proxy.port);
+  s = await testServer({ db, databaseUrl: u.toString(), listen: true });
+});
+afterAll(async () => {
+  await s.close();
+  await proxy.cut().catch(() => {});
+  await db.drop();
+});
+
+const health = async () => {
+  const res = await fetch(`${s.url}/api/health`);
+  return { status: res.status, body: await res.json() };
+};
+
+describe('health through a database outage', () => {
+  it('answers 503 while the database is unreachable, keeps streams open, and recovers', async () => {
+    expect(await health()).toMatchObject({ status: 200, body: { ok: true, db: 'up', listener: 'up' } });
+    const events: StreamEvent[] = [];
+    const stream = new HeraldClient({ baseUrl: s.url }).events();
+    const consuming = (async () => {
+      for await (const e of stream) events.push(e);
+    })();
+    await until(() => stream.lastEventId !== undefined);
+
+    await proxy.cut();
+    const down = await health();
+    expect(down.status).toBe(503);
+    expect(down.body).toMatchObject({ ok: false, db: 'down', tables: [] });
+    await until(async () => (await health()).body.listener === 'down');
+    const refused = await fetch(`${s.url}/api/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"kind":"k"}' });
+    expect(refused.status).toBe(503);
+    expect(await refused.json()).toEqual({ statusCode: 503, error: 'Service Unavailable', message: expect.stringMatching(/database is unreachable/) });
+    const metrics = await fetch(`${s.url}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toMatch(/herald_database_up 0/);
+
+    // Work goes on behind the server's back, straight into the database.
+    await db.queue.enqueueMany(Array.from({ length: 25 }, () => ({ kind: 'during-outage' })));
+
+    await proxy.start();
+    await until(async () => {
+      const h = await health();
+      return h.status === 200 && h.body.listener === 'up';
+    });
+    // The stream that stayed open catches up on what happened meanwhile.
+    await until(() => events.length === 25);
+    expect(events.every((e) => e.kind === 'during-outage')).toBe(true);
+    expect(stream.reconnects).toBe(0);
+    const ok = await fetch(`${s.url}/api/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"kind":"after"}' });
+    expect(ok.status).toBe(201);
+    await until(() => events.length === 26);
+    stream.close();
+    await consuming;
+  });
+});
+
+describe('metrics', () => {
+  it('counts enqueues, claims, completions and failures from the event stream', async () => {
+    const stop = new AbortController();
+    const workers = [simulateWorker(db.queue, 'm1', stop.signal), simulateWorker(db.queue, 'm2', stop.signal)];
+    await db.queue.enqueueMany([
+      ...Array.from({ length: 6 }, () => ({ kind: 'ok', queue: 'mq' })),
+      ...Array.from({ length: 2 }, () => ({ kind: 'bad', queue: 'mq', payload: { fail: true }, maxAttempts: 2 })),
+    ]);
+    await until(async () => (await db.queue.counts()).find((c) => c.queue === 'mq')?.failed === 2);
+    stop.abort();
+    await Promise.all(workers);
+    const value = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
+    let text = '';
+    await until(async () => {
+      text = await (await fetch(`${s.url}/metrics`)).text();
+      return value(text, 'herald_jobs_failed_total{queue="mq",outcome="failed"}') === 2;
+    });
+    expect(value(text, 'herald_jobs_enqueued_total{queue="mq"}')).toBe(8);
+    expect(value(text, 'herald_jobs_claimed_total{queue="mq"}')).toBe(10);
+    expect(value(text, 'herald_jobs_completed_total{queue="mq"}')).toBe(6);
+    expect(value(text, 'herald_jobs_failed_total{queue="mq",outcome="retry_scheduled"}')).toBe(2);
+    expect(value(text, 'herald_jobs{queue="mq",status="succeeded"}')).toBe(6);
+    expect(value(text, 'herald_jobs{queue="mq",status="failed"}')).toBe(2);
+    expect(value(text, 'herald_database_up')).toBe(1);
+    expect(text).toMatch(/^herald_table_dead_tuples\{table="job_events"\} \d+/m);
+    expect(text).toMatch(/^herald_stream_lag_seconds \d/m);
+  });
+});
