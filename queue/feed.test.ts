@@ -10,6 +10,17 @@ beforeAll(async () => {
 });
 afterAll(() => db.drop());
 
+// The horizon is cluster-wide: a transaction in another database (a parallel test file, or another
+// run on a shared server) can hold it back. The feed is then late, never lossy: wait until it passes.
+async function waitForHorizon(): Promise<void> {
+  const { rows: mark } = await db.pool.query('SELECT pg_current_xact_id()::text AS x');
+  for (;;) {
+    const { rows } = await db.pool.query('SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::xid8 AS passed', [mark[0].x]);
+    if (rows[0].passed) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 async function drain(after: Cursor): Promise<{ events: JobEvent[]; cursor: Cursor }> {
   const events: JobEvent[] = [];
   let cursor = after;
@@ -34,6 +45,7 @@ describe('event feed', () => {
     await a.query('COMMIT');
     a.release();
     b.release();
+    await waitForHorizon();
     const late = await drain(early.cursor);
     expect(late.events.map((e) => e.kind)).toEqual(['first', 'second']);
     expect(Number(late.events[0].eventId)).toBeLessThan(Number(late.events[1].eventId));
@@ -71,14 +83,7 @@ describe('event feed', () => {
     );
     writing = false;
     await reader;
-    // The horizon is cluster-wide: a transaction in another database (a parallel test run on a
-    // shared server) can hold it back. The feed is then late, never lossy: wait until it passes.
-    const { rows: mark } = await db.pool.query('SELECT pg_current_xact_id()::text AS x');
-    for (;;) {
-      const { rows: h } = await db.pool.query('SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::xid8 AS passed', [mark[0].x]);
-      if (h[0].passed) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitForHorizon();
     const rest = await drain(cursor);
     received.push(...rest.events);
 

@@ -71,6 +71,24 @@ describe('enqueue', () => {
     expect(rows[0].n).toBe(1);
   });
 
+  it('coalesces concurrent single enqueues, and each still fails or succeeds alone', async () => {
+    await q.enqueue({ kind: 'echo', payload: { v: 1 }, idempotencyKey: 'taken' });
+    const calls = Array.from({ length: 200 }, (_, i) =>
+      i === 50 ? q.enqueue({ kind: 'ok', maxAttempts: 5000 }) // rejected by the database
+        : i === 120 ? q.enqueue({ kind: 'echo', payload: { v: 2 }, idempotencyKey: 'taken' }) // conflict
+          : q.enqueue({ kind: 'ok', payload: { i } }),
+    );
+    const settled = await Promise.allSettled(calls);
+    expect(settled[50]).toMatchObject({ status: 'rejected', reason: expect.any(ValidationError) });
+    expect(settled[120]).toMatchObject({ status: 'rejected', reason: expect.any(ConflictError) });
+    expect(settled.filter((r) => r.status === 'fulfilled')).toHaveLength(198);
+    const { rows } = await db.pool.query(`SELECT count(*)::int AS n, count(DISTINCT (payload->>'i'))::int AS d FROM herald.jobs WHERE kind = 'ok'`);
+    expect(rows[0]).toEqual({ n: 198, d: 198 });
+    // Fewer statements than calls: the coalescer batched them (one 'enqueued' tx per statement).
+    const { rows: txs } = await db.pool.query(`SELECT count(DISTINCT tx)::int AS n FROM herald.job_events WHERE kind = 'ok'`);
+    expect(txs[0].n).toBeLessThan(198);
+  });
+
   it('rejects malformed input with a ValidationError and writes nothing', async () => {
     const bad = [
       { kind: '' },

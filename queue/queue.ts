@@ -99,6 +99,16 @@ function canonical(v: unknown): string {
   return JSON.stringify(v ?? null);
 }
 
+type EnqueueRecord = ReturnType<typeof toRecord>;
+
+interface PendingEnqueue {
+  record: EnqueueRecord;
+  resolve: (e: Enqueued) => void;
+  reject: (err: unknown) => void;
+}
+
+const settle = (p: PendingEnqueue, r: Enqueued | Error) => (r instanceof Error ? p.reject(r) : p.resolve(r));
+
 function toRecord(input: EnqueueInput) {
   let runAt: string | null = null;
   if (input.runAt !== undefined && input.runAt !== null) {
@@ -151,27 +161,73 @@ export class Queue {
 
   // ---- producing -------------------------------------------------------------------------
 
-  async enqueue(input: EnqueueInput): Promise<Enqueued> {
-    const [one] = await this.enqueueMany([input]);
-    return one;
+  /**
+   * One job. Concurrent calls are coalesced: while one INSERT is in flight, new calls queue up
+   * and go together in the next one. No added latency when idle, and under load one statement
+   * (one commit, one NOTIFY) carries many jobs. Each call still succeeds or fails on its own.
+   */
+  enqueue(input: EnqueueInput): Promise<Enqueued> {
+    return new Promise((resolve, reject) => {
+      let record: EnqueueRecord;
+      try {
+        record = toRecord(input);
+      } catch (err) {
+        return reject(err);
+      }
+      this.pending.push({ record, resolve, reject });
+      if (!this.flushing) void this.flushPending();
+    });
+  }
+
+  private pending: PendingEnqueue[] = [];
+  private flushing = false;
+
+  private async flushPending(): Promise<void> {
+    this.flushing = true;
+    while (this.pending.length) {
+      const batch = this.pending.splice(0, 500);
+      try {
+        const results = await this.insertRecords(batch.map((b) => b.record), 'each');
+        results.forEach((r, i) => settle(batch[i], r));
+      } catch (err) {
+        if (batch.length === 1) {
+          batch[0].reject(err);
+          continue;
+        }
+        // One bad row fails the whole statement: retry the calls one by one, so only it fails.
+        for (const b of batch) {
+          await this.insertRecords([b.record], 'each').then(([r]) => settle(b, r), b.reject);
+        }
+      }
+    }
+    this.flushing = false;
   }
 
   /** All or nothing: one transaction. Results come back in input order. */
   async enqueueMany(inputs: EnqueueInput[]): Promise<Enqueued[]> {
     if (inputs.length === 0) return [];
-    const records = inputs.map(toRecord);
+    return (await this.insertRecords(inputs.map(toRecord), 'all')) as Enqueued[];
+  }
+
+  // 'all': the first conflict rolls everything back (a batch request). 'each': conflicts are
+  // returned per record and the rest is kept (coalesced single enqueues).
+  private async insertRecords(records: EnqueueRecord[], atomic: 'all' | 'each'): Promise<(Enqueued | ConflictError)[]> {
     const keyed = records.some((r) => r.idempotency_key !== null);
     try {
       // Without keys it is one statement, atomic by itself; keys need the look-up in the same transaction.
-      return keyed
-        ? await inTransaction(this.pool, (c) => this.insert(c, records))
-        : await this.insert(this.pool, records);
+      if (!keyed) return await this.insert(this.pool, records);
+      return await inTransaction(this.pool, async (c) => {
+        const results = await this.insert(c, records);
+        const conflict = results.find((r) => r instanceof ConflictError);
+        if (atomic === 'all' && conflict) throw conflict;
+        return results;
+      });
     } catch (err) {
       throw fromPgError(err);
     }
   }
 
-  private async insert(db: Executor, records: ReturnType<typeof toRecord>[]): Promise<Enqueued[]> {
+  private async insert(db: Executor, records: EnqueueRecord[]): Promise<(Enqueued | ConflictError)[]> {
     const { rows } = await this.exec(db, { ...enqueueJobs, values: [JSON.stringify(records)] });
     rows.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
     // Inserted rows follow input order; an input whose key already existed (before, or
@@ -206,9 +262,9 @@ export class Queue {
       if (out[i]) return out[i]!;
       const key = r.idempotency_key!;
       const job = existing.get(key) ?? batchCreated.get(key);
-      if (!job) throw new ConflictError(`idempotency key "${key}" is being used by a job that vanished; try again`);
+      if (!job) return new ConflictError(`idempotency key "${key}" is being used by a job that vanished; try again`);
       if (job.kind !== r.kind || job.queue !== r.queue || canonical(job.payload) !== canonical(r.payload)) {
-        throw new ConflictError(
+        return new ConflictError(
           `idempotency key "${key}" already made job ${job.id} with a different kind, queue or payload; use a new key for a different job`,
         );
       }
