@@ -12,12 +12,12 @@ export const BOARD_DIR = path.join(ROOT, 'web', 'dist');
 const isBuilt = (dir: string) => fs.existsSync(path.join(dir, 'index.html'));
 
 /** `herald start`: builds the board when web/dist is missing (the same as `npm run build`). */
-export async function ensureBoardBuilt(logger: Logger): Promise<void> {
-  if (isBuilt(BOARD_DIR)) return;
-  logger.info('web/dist is missing: building the board (npm run build)');
+export async function ensureBoardBuilt(logger: Logger, outDir = BOARD_DIR): Promise<void> {
+  if (isBuilt(outDir)) return;
+  logger.info({ outDir }, 'the board is not built: building it (npm run build)');
   const started = Date.now();
   const { build } = await import('vite');
-  await build({ configFile: path.join(ROOT, 'web', 'vite.config.ts'), logLevel: 'warn' });
+  await build({ configFile: path.join(ROOT, 'web', 'vite.config.ts'), logLevel: 'warn', build: { outDir, emptyOutDir: true } });
   logger.info({ ms: Date.now() - started }, 'board built');
 }
 
@@ -39,6 +39,7 @@ export async function registerBoard(app: FastifyInstance, dir = BOARD_DIR): Prom
   await app.register(fastifyStatic, {
     root: dir,
     prefix: '/',
+    cacheControl: false,
     // Vite puts content hashes in asset names, so those can be cached; index.html must not be.
     setHeaders(res, file) {
       res.setHeader('cache-control', file.includes(`${path.sep}assets${path.sep}`) ? 'public, max-age=31536000, immutable' : 'no-cache');

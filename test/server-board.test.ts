@@ -1,0 +1,44 @@
+// The board: built on demand by `herald start` (Vite, web/vite.config.ts), served at `/` with a
+// CSP it works under; without a build, `/` says how to make one.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ensureBoardBuilt } from '../server/board.ts';
+import { testLogger, testServer } from './server-support.ts';
+
+const outDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-board-'));
+afterAll(() => fs.rmSync(outDir, { recursive: true, force: true }));
+
+describe('board', () => {
+  it('answers / with how to build it when there is no build', async () => {
+    const s = await testServer({ boardDir: path.join(outDir, 'missing') });
+    const res = await s.app.inject({ method: 'GET', url: '/' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/text\/html/);
+    expect(res.body).toContain('npm run build');
+    await s.close();
+  });
+
+  it('builds the board when it is missing, and serves it at / with its assets', async () => {
+    fs.rmSync(outDir, { recursive: true, force: true });
+    await ensureBoardBuilt(testLogger(), outDir);
+    expect(fs.existsSync(path.join(outDir, 'index.html'))).toBe(true);
+    const s = await testServer({ boardDir: outDir });
+    const index = await s.app.inject({ method: 'GET', url: '/' });
+    expect(index.statusCode).toBe(200);
+    expect(index.headers['cache-control']).toBe('no-cache');
+    expect(index.headers['content-security-policy']).toMatch(/script-src 'self';/);
+    const assets = [...index.body.matchAll(/(?:src|href)="\.?\/?(assets\/[^"]+)"/g)].map((m) => m[1]);
+    expect(assets.length).toBeGreaterThan(0);
+    for (const a of assets) {
+      const res = await s.app.inject({ method: 'GET', url: `/${a}` });
+      expect(res.statusCode, a).toBe(200);
+      expect(res.headers['cache-control']).toMatch(/immutable/);
+    }
+    // No inline scripts: the CSP (script-src 'self') would block them.
+    expect(index.body).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>\s*\S/);
+    expect((await s.app.inject({ method: 'GET', url: '/nope.js' })).statusCode).toBe(404);
+    await s.close();
+  }, 180_000);
+});
