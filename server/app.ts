@@ -1,6 +1,6 @@
 // Builds the Fastify instance: security headers, SSE, OpenAPI, auth, errors, routes, board.
 // It takes its collaborators ready-made (see index.ts), so tests can inject into it directly.
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import helmet from '@fastify/helmet';
 import sse, { type SSEPluginOptions } from '@fastify/sse';
 import type { Logger } from 'pino';
@@ -34,7 +34,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     loggerInstance: opts.logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
     // One line per request only at debug level (see the onResponse hook): info stays quiet under load.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     // Unknown fields are rejected, not silently dropped: a typo like max_attempts gets a 400.
     ajv: { customOptions: { removeAdditional: false } },
   });
