@@ -3,9 +3,12 @@
 // Last-Event-ID after a dropped connection, so a consumer sees every event exactly once.
 import { createParser } from 'eventsource-parser';
 import type { Job, JobEvent } from '../queue/job.ts';
+import type { EnqueueInput as CoreEnqueueInput, QueueCount } from '../queue/queue.ts';
 import type { JobStatus } from '../queue/schema.ts';
 
 export type { Job, JobStatus };
+/** Job counts of one queue (GET /api/queues). */
+export type QueueCounts = QueueCount;
 
 /** A job event as the API shows it. */
 export type ApiJobEvent = Omit<JobEvent, 'cursor'>;
@@ -13,17 +16,8 @@ export type ApiJobEvent = Omit<JobEvent, 'cursor'>;
 /** A message of the event stream: the event, and `id`, its opaque cursor. */
 export type StreamEvent = ApiJobEvent & { id: string };
 
-export interface EnqueueInput {
-  kind: string;
-  queue?: string;
-  payload?: unknown;
-  priority?: number;
-  /** ISO 8601 with a time zone, or a Date. */
-  runAt?: string | Date;
-  maxAttempts?: number;
-  requires?: string[];
-  idempotencyKey?: string;
-}
+/** One job to add: the body of POST /api/jobs. `runAt` is ISO 8601 with a time zone, or a Date. */
+export type EnqueueInput = Omit<CoreEnqueueInput, 'idempotencyKey'> & { idempotencyKey?: string };
 
 export interface EnqueueOptions {
   /** Sent as the Idempotency-Key header: the same key returns the same job. */
@@ -47,16 +41,6 @@ export interface ListFilter {
   kind?: string;
   limit?: number;
   before?: string;
-}
-
-export interface QueueCounts {
-  queue: string;
-  queued: number;
-  scheduled: number;
-  running: number;
-  succeeded: number;
-  failed: number;
-  cancelled: number;
 }
 
 export interface Health {

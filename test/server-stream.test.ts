@@ -89,8 +89,24 @@ async function allEnded(): Promise<boolean> {
   return rows[0].n === 0;
 }
 
-async function runWorkers(n: number, stop: AbortSignal): Promise<Promise<number>[]> {
-  return Array.from({ length: n }, (_, i) => simulateWorker(db.queue, `sim:${i}`, stop));
+/** Runs `during` with `workers` in-process workers, until every job has ended; returns the event rows. */
+async function workload(workers: number, during: (stop: AbortSignal) => Promise<unknown>): Promise<Row[]> {
+  const stop = new AbortController();
+  const running = Array.from({ length: workers }, (_, i) => simulateWorker(db.queue, `sim:${i}`, stop.signal));
+  try {
+    await during(stop.signal);
+    await until(allEnded);
+  } finally {
+    stop.abort();
+    await Promise.all(running);
+  }
+  return rows();
+}
+
+/** Waits until each collector holds as many events as expected, and a little longer for any extra. */
+async function receivedAll(collectors: { events: StreamEvent[] }[], expected: number, settleMs = 100): Promise<void> {
+  await until(() => collectors.every((c) => c.events.length >= expected));
+  await sleep(settleMs);
 }
 
 describe('live stream', () => {
@@ -162,24 +178,17 @@ describe('live stream', () => {
 
 describe('resume under load', () => {
   it('delivers every event exactly once, in order, across 60 dropped connections while workers run', async () => {
-    const stop = new AbortController();
-    const workers = await runWorkers(3, stop.signal);
     const stream = client.events({ lastEventId: '0' });
     const { events, done } = collect(stream);
-    const producing = produce(600);
-    let drops = 0;
-    while (drops < 60) {
-      await sleep(5 + Math.random() * 30);
-      stream.reconnect();
-      drops++;
-    }
-    await producing;
-    await until(allEnded);
-    stop.abort();
-    await Promise.all(workers);
-    const expected = await rows();
-    await until(() => events.length >= expected.length);
-    await sleep(100);
+    const expected = await workload(3, async () => {
+      const producing = produce(600);
+      for (let drops = 0; drops < 60; drops++) {
+        await sleep(5 + Math.random() * 30);
+        stream.reconnect();
+      }
+      await producing;
+    });
+    await receivedAll([{ events }], expected.length);
     expect(stream.reconnects).toBeGreaterThanOrEqual(60);
     expectSameAsRows(events, expected);
     // Each job's events in order, from enqueued to an end.
@@ -196,24 +205,17 @@ describe('resume under load', () => {
   });
 
   it('hands over from replay to live without gap or repeat while events keep coming', async () => {
-    const stop = new AbortController();
-    const workers = await runWorkers(2, stop.signal);
-    const producing = produce(400, stop.signal);
-    // Clients join at different moments, each replaying from 0 while the tailer moves on.
-    const streams = [];
-    for (let i = 0; i < 8; i++) {
-      await sleep(20);
-      streams.push(collect(client.events({ lastEventId: '0' })));
-    }
-    await producing;
-    await until(allEnded);
-    stop.abort();
-    await Promise.all(workers);
-    const expected = await rows();
-    for (const st of streams) {
-      await until(() => st.events.length >= expected.length);
-    }
-    await sleep(100);
+    const streams: ReturnType<typeof collect>[] = [];
+    const expected = await workload(2, async (stop) => {
+      const producing = produce(400, stop);
+      // Clients join at different moments, each replaying from 0 while the tailer moves on.
+      for (let i = 0; i < 8; i++) {
+        await sleep(20);
+        streams.push(collect(client.events({ lastEventId: '0' })));
+      }
+      await producing;
+    });
+    await receivedAll(streams, expected.length);
     for (const st of streams) expectSameAsRows(st.events, expected);
   });
 });
@@ -226,12 +228,7 @@ describe('filters', () => {
     const byJob = collect(client.events({ job: target, lastEventId: '0' }));
     const both = collect(client.events({ job: target, queue: 'even', lastEventId: '0' }));
     const liveQueue = await openStream(`${s.url}/api/events?queue=odd`);
-    const stop = new AbortController();
-    const workers = await runWorkers(2, stop.signal);
-    await produce(40);
-    await until(allEnded);
-    stop.abort();
-    await Promise.all(workers);
+    await workload(2, () => produce(40));
     const odd = await rows(`queue = 'odd'`);
     const one = await rows('job_id = $1', [target]);
     await until(() => byQueue.events.length >= odd.length && byJob.events.length >= one.length);
@@ -256,15 +253,8 @@ describe('two servers on one database', () => {
     try {
       const a = collect(client.events({ lastEventId: '0' }));
       const b = collect(new HeraldClient({ baseUrl: other.url }).events({ lastEventId: '0' }));
-      const stop = new AbortController();
-      const workers = await runWorkers(3, stop.signal);
-      await produce(300);
-      await until(allEnded);
-      stop.abort();
-      await Promise.all(workers);
-      const expected = await rows();
-      await until(() => a.events.length >= expected.length && b.events.length >= expected.length);
-      await sleep(100);
+      const expected = await workload(3, () => produce(300));
+      await receivedAll([a, b], expected.length);
       expect(b.events.map((e) => e.id)).toEqual(a.events.map((e) => e.id));
       expectSameAsRows(a.events, expected);
     } finally {
@@ -282,21 +272,16 @@ describe('two servers on one database', () => {
       const switching: typeof fetch = (url, init) => fetch(String(url).replace(s.url, n++ % 2 ? slow.url : s.url), init);
       const stream = new HeraldClient({ baseUrl: s.url, fetch: switching }).events({ lastEventId: '0' });
       const { events } = collect(stream);
-      const stop = new AbortController();
-      const workers = await runWorkers(2, stop.signal);
-      const producing = produce(300);
-      while (stream.reconnects < 40) {
-        await sleep(10 + Math.random() * 40);
-        stream.reconnect();
-        await until(() => n > stream.reconnects);
-      }
-      await producing;
-      await until(allEnded);
-      stop.abort();
-      await Promise.all(workers);
-      const expected = await rows();
-      await until(() => events.length >= expected.length);
-      await sleep(400);
+      const expected = await workload(2, async () => {
+        const producing = produce(300);
+        while (stream.reconnects < 40) {
+          await sleep(10 + Math.random() * 40);
+          stream.reconnect();
+          await until(() => n > stream.reconnects);
+        }
+        await producing;
+      });
+      await receivedAll([{ events }], expected.length, 400);
       expectSameAsRows(events, expected);
     } finally {
       await slow.close();
