@@ -298,12 +298,12 @@ export function applyEventToJob(job: Job, ev: JobEvent): void {
       break;
     case 'retry_scheduled':
       releaseLock();
-      if (d.error && typeof d.error === 'object') job.lastError = d.error as Job['lastError'];
+      job.lastError = eventError(ev) ?? job.lastError;
       if (typeof d.runAt === 'string') job.runAt = d.runAt;
       break;
     case 'failed':
       releaseLock();
-      if (d.error && typeof d.error === 'object') job.lastError = d.error as Job['lastError'];
+      job.lastError = eventError(ev) ?? job.lastError;
       job.finishedAt = ev.at;
       break;
     case 'cancel_requested':
@@ -328,6 +328,17 @@ export function applyEventToJob(job: Job, ev: JobEvent): void {
     default:
       break;
   }
+}
+
+/**
+ * The error a retry_scheduled / failed event carries. The server's events hold the message as a
+ * string (`data.error`); an object with a `message` is accepted too.
+ */
+export function eventError(ev: JobEvent): { message: string } | null {
+  const e = ev.data?.error;
+  if (typeof e === 'string') return { message: e };
+  if (e && typeof e === 'object' && typeof (e as { message?: unknown }).message === 'string') return e as { message: string };
+  return null;
 }
 
 export function clampPercent(p: number): number {

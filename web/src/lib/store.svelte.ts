@@ -44,7 +44,7 @@ class BoardStore {
   queuesError = $state<unknown>(null);
   /** The newest events, newest first (raw state: replaced whole, at most 4 times a second). */
   recent = $state.raw<JobEvent[]>([]);
-  /** Bumps when the stream reopened without a cursor, so events may have been missed: views reload. */
+  /** Bumps when the stream (re)opened without a cursor, so events may have been missed: views reload. */
   resyncs = $state(0);
 
   readonly index = new LiveIndex();
@@ -72,9 +72,12 @@ class BoardStore {
         if (!this.#seen.add(ev.eventId)) return;
         this.#batcher.push(ev);
       },
-      onOpen: ({ first, resumed }) => {
+      onOpen: ({ resumed }) => {
         this.refreshQueues();
-        if (!first && !resumed) this.resyncs += 1;
+        // Without a cursor the stream starts at the server's head, so events between a view's
+        // HTTP load and that head would be lost. That includes the first open: the views load
+        // while the stream is still connecting. Reloading now closes the gap (overlap is merged).
+        if (!resumed) this.resyncs += 1;
       },
       // A hard failure may be a 401 (EventSource cannot tell us the status): an ordinary call
       // will, and its 401 opens the token prompt.

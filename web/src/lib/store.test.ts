@@ -199,6 +199,18 @@ describe('mergeIntoPage (jobs table)', () => {
     expect(r.rows[1]).toMatchObject({ status: 'running', attempt: 1, lockedBy: 'w9', progress: { percent: 40, message: 'working' } });
   });
 
+  it("takes a failure's message from the event (the server sends data.error as a string)", () => {
+    const rows = [job('2', 'running')];
+    mergeIntoPage(rows, [ev('2', 'retry_scheduled', 'queued', { data: { error: 'boom', runAt: '2026-01-01T00:00:30Z' } })], {
+      filter: {}, limit: 50, firstPage: true, next: null,
+    });
+    expect(rows[0].lastError).toEqual({ message: 'boom' });
+    mergeIntoPage(rows, [ev('2', 'failed', 'failed', { data: { error: { message: 'bang' } } })], {
+      filter: {}, limit: 50, firstPage: true, next: null,
+    });
+    expect(rows[0].lastError).toEqual({ message: 'bang' });
+  });
+
   it('puts new matching jobs on top of the first page and keeps it bounded', () => {
     const rows = [job('3'), job('2'), job('1')];
     const batch = [ev('4', 'enqueued', 'queued'), ev('5', 'enqueued', 'queued', { queue: 'other' }), ev('6', 'enqueued', 'queued')];
