@@ -87,6 +87,7 @@ export class Claimer {
   private async claimOnce(limit: number, reason: string): Promise<void> {
     const log = this.opts.logger;
     let got: number;
+    const t0 = performance.now();
     try {
       got = await this.opts.claim(limit);
     } catch (err) {
@@ -99,7 +100,7 @@ export class Claimer {
       return;
     }
     this.failures = 0;
-    if (log.isLevelEnabled('debug')) log.debug({ reason, limit, claimed: got }, 'claim');
+    if (log.isLevelEnabled('debug')) log.debug({ reason, limit, claimed: got, ms: Math.round(performance.now() - t0) }, 'claim');
     if (got === limit) {
       this.reason = 'full batch';
       this.wanted = true;

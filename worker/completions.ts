@@ -29,6 +29,8 @@ export interface CompletionsOptions {
   queue: Queue;
   worker: string;
   logger: Logger;
+  /** An outcome write starts (true), or failed and will be retried (false). */
+  writing(leases: Lease[], now: boolean): void;
   /** Called once per outcome when it is written, lost, or given up on. */
   settled(lease: Lease): void;
   maxBatch?: number;
@@ -46,8 +48,8 @@ export class Completions {
   constructor(private readonly opts: CompletionsOptions) {
     this.log = opts.logger;
     const common = { maxSize: opts.maxBatch ?? 500, delayMs: opts.delayMs ?? 1, logger: opts.logger };
-    this.successes = new Batcher({ ...common, name: 'complete', flush: (b) => this.writeSuccesses(b) });
-    this.failures = new Batcher({ ...common, name: 'fail', flush: (b) => this.writeFailures(b) });
+    this.successes = new Batcher({ ...common, name: 'complete', flush: (b) => this.marked(b, () => this.writeSuccesses(b)) });
+    this.failures = new Batcher({ ...common, name: 'fail', flush: (b) => this.marked(b, () => this.writeFailures(b)) });
   }
 
   /** Queues a success; a result that is not JSON fails the attempt instead. */
@@ -74,6 +76,19 @@ export class Completions {
     await Promise.all([this.successes.drain(), this.failures.drain()]);
     // A success that could not be stored became a failure while draining.
     await this.failures.drain();
+  }
+
+  // Renewals skip jobs while their outcome is being written (see slots.ts).
+  private async marked(batch: Outcome[], write: () => Promise<void>): Promise<void> {
+    const leases = batch.map((o) => o.lease);
+    this.opts.writing(leases, true);
+    const t0 = performance.now();
+    try {
+      await write();
+      this.log.debug({ outcomes: batch.length, ms: Math.round(performance.now() - t0) }, 'outcomes written');
+    } finally {
+      this.opts.writing(leases, false); // no-op for the settled ones
+    }
   }
 
   private async writeSuccesses(batch: Success[]): Promise<void> {

@@ -1,11 +1,17 @@
 // The worker's N slots: which jobs it holds, and running a handler with its context.
 //
-// A held job is in one of three states:
+// A held job is in one of these states:
 //   running    its handler is executing (it occupies a slot)
-//   finishing  its handler is done and the outcome waits in the batcher (its lease is still renewed)
+//   finishing  its handler is done and the outcome waits in the batcher (its lease is renewed)
+//   writing    its outcome is being written right now (not renewed meanwhile: the two writes
+//              would lock the same rows, possibly in different orders)
 //   abandoned  the lease was lost, or shutdown released the job: the signal fired and the
 //              outcome will never be written. It is forgotten at once (no more renewals), but a
 //              handler that ignores its signal keeps its slot until it returns.
+//
+// Outcomes not yet written count against claiming too (backpressure): when the database writes
+// outcomes slower than handlers produce them, the worker claims less instead of piling up
+// finished jobs whose leases it must keep renewing.
 import type { Job } from '../queue/job.ts';
 import type { Lease } from '../queue/queue.ts';
 import type { Logger } from '../queue/log.ts';
@@ -23,35 +29,41 @@ export interface ActiveJob {
   job: Job;
   lease: Lease;
   controller: AbortController;
-  state: 'running' | 'finishing' | 'abandoned';
+  state: 'running' | 'finishing' | 'writing' | 'abandoned';
 }
 
 export interface SlotsOptions {
   capacity: number;
+  /** Most outcomes waiting to be written before claiming pauses. */
+  maxUnwritten: number;
   worker: string;
   tasks: ReadonlyMap<string, Task>;
   logger: Logger;
   progress(a: ActiveJob, percent: number, message?: string): Promise<void>;
   succeeded(a: ActiveJob, result: unknown): void;
   failed(a: ActiveJob, error: unknown, final: boolean): void;
-  /** A handler returned: a slot is free. */
+  /** A handler returned or an outcome was written: there may be room to claim. */
   freed(): void;
 }
 
 export class Slots {
   private readonly held = new Map<string, ActiveJob>();
   private busy = 0;
+  private unwritten = 0;
   private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly opts: SlotsOptions) {}
 
+  /** How many jobs a claim may take now. */
   get free(): number {
-    return this.opts.capacity - this.busy;
+    return Math.min(this.opts.capacity - this.busy, this.opts.maxUnwritten - this.unwritten);
   }
 
-  /** Every lease to renew: running handlers and outcomes not yet written, in id order (see byId). */
+  /** Every lease to renew (all held jobs but those being written), in id order (see byId). */
   leases(): Lease[] {
-    return Array.from(this.held.values(), (a) => a.lease).sort(byId);
+    const out: Lease[] = [];
+    for (const a of this.held.values()) if (a.state !== 'writing') out.push(a.lease);
+    return out.sort(byId);
   }
 
   private find(lease: Lease): ActiveJob | undefined {
@@ -59,12 +71,13 @@ export class Slots {
     return a && a.lease.attempt === lease.attempt ? a : undefined;
   }
 
+  /** Runs a claimed job in a free slot (claims never take more than `free`). */
   start(job: Job): void {
     const a: ActiveJob = { job, lease: { id: job.id, attempt: job.attempt }, controller: new AbortController(), state: 'running' };
     this.held.set(job.id, a);
     this.busy++;
     if (this.opts.logger.isLevelEnabled('debug')) {
-      this.opts.logger.debug({ job: job.id, kind: job.kind, attempt: job.attempt, queue: job.queue }, 'job started');
+      this.opts.logger.debug({ job: a.job.id, kind: a.job.kind, attempt: a.job.attempt, queue: a.job.queue }, 'job started');
     }
     void this.execute(a);
   }
@@ -89,18 +102,25 @@ export class Slots {
     const { signal } = a.controller;
     if (a.state === 'abandoned') {
       this.opts.logger.debug({ job: a.job.id, attempt: a.job.attempt }, 'handler of an abandoned job returned; outcome discarded');
-    } else {
-      a.state = 'finishing';
+    } else if (signal.aborted) {
       // Only a cancel aborts a job we still hold. A handler that stops early on its signal may
       // return a partial result, so a cancelled job ends cancelled whatever it returned.
-      if (signal.aborted) this.opts.failed(a, signal.reason, false);
-      else if (ok) this.opts.succeeded(a, value);
-      else this.opts.failed(a, value, final);
+      this.finish(a, () => this.opts.failed(a, signal.reason, false));
+    } else if (ok) {
+      this.finish(a, () => this.opts.succeeded(a, value));
+    } else {
+      this.finish(a, () => this.opts.failed(a, value, final));
     }
     if (this.idleWaiters.length && this.running().length === 0) {
       for (const resolve of this.idleWaiters.splice(0)) resolve();
     }
     this.opts.freed();
+  }
+
+  private finish(a: ActiveJob, record: () => void): void {
+    a.state = 'finishing';
+    this.unwritten++;
+    record();
   }
 
   private context(a: ActiveJob): TaskContext {
@@ -138,10 +158,21 @@ export class Slots {
     return true;
   }
 
+  /** An outcome write starts (true) or failed and will be retried (false). */
+  writing(leases: Lease[], now: boolean): void {
+    for (const l of leases) {
+      const a = this.find(l);
+      if (a && (a.state === 'finishing' || a.state === 'writing')) a.state = now ? 'writing' : 'finishing';
+    }
+  }
+
   /** The outcome was written (or lost): stop renewing. */
   settled(lease: Lease): void {
     const a = this.find(lease);
-    if (a?.state === 'finishing') this.held.delete(lease.id);
+    if (a?.state !== 'finishing' && a?.state !== 'writing') return;
+    this.held.delete(lease.id);
+    this.unwritten--;
+    this.opts.freed();
   }
 
   isRunning(lease: Lease): boolean {

@@ -55,6 +55,9 @@ export interface WorkerOptions {
   logger?: Logger;
 }
 
+/** Outcomes waiting to be written before claiming pauses: two full complete() batches. */
+const MAX_UNWRITTEN = 1_000;
+
 /** `host:pid:random`: readable in locked_by and events, unique across restarts. */
 export function workerId(): string {
   return `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
@@ -120,10 +123,12 @@ export class Worker {
       queue: this.queue,
       worker: this.id,
       logger: log,
+      writing: (leases, now) => this.slots.writing(leases, now),
       settled: (lease) => this.slots.settled(lease),
     });
     this.slots = new Slots({
       capacity: opts.concurrency,
+      maxUnwritten: Math.max(2 * opts.concurrency, MAX_UNWRITTEN),
       worker: this.id,
       tasks: this.tasks,
       logger: log,

@@ -1,0 +1,87 @@
+// Slot accounting without a database: free slots, backpressure from unwritten outcomes, which
+// leases get renewed, and what the signal says.
+import { describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import type { Job } from '../queue/job.ts';
+import { Slots, byId, type ActiveJob } from './slots.ts';
+import type { Task } from './tasks.ts';
+
+const job = (id: string, kind = 'hold'): Job => ({ id, kind, attempt: 1, payload: {}, queue: 'q' }) as Job;
+const tick = () => new Promise((r) => setTimeout(r, 0));
+
+function harness(capacity: number, maxUnwritten: number) {
+  const outcomes: { id: string; ok: boolean; value: unknown; final?: boolean }[] = [];
+  const release = new Map<string, (v: unknown) => void>();
+  const hold: Task = (_p, ctx) => new Promise((resolve) => release.set(ctx.job.id, resolve));
+  const slots = new Slots({
+    capacity,
+    maxUnwritten,
+    worker: 'w',
+    tasks: new Map([['hold', hold]]),
+    logger: pino({ level: 'silent' }),
+    progress: async () => {},
+    succeeded: (a: ActiveJob, value) => outcomes.push({ id: a.job.id, ok: true, value }),
+    failed: (a: ActiveJob, value, final) => outcomes.push({ id: a.job.id, ok: false, value, final }),
+    freed: () => {},
+  });
+  return { slots, outcomes, release };
+}
+
+describe('Slots', () => {
+  it('frees a slot when a handler returns, but counts its outcome until it is written', async () => {
+    const { slots, release } = harness(2, 1);
+    slots.start(job('1'));
+    slots.start(job('2'));
+    expect(slots.free).toBe(0);
+    release.get('1')!('done');
+    await tick();
+    // One slot is idle, but one outcome is unwritten and the cap is one: no claiming yet.
+    expect(slots.free).toBe(0);
+    slots.settled({ id: '1', attempt: 1 });
+    expect(slots.free).toBe(1);
+  });
+
+  it('renews running and finished-but-unwritten jobs, not the ones being written', async () => {
+    const { slots, release } = harness(3, 10);
+    for (const id of ['10', '9', '100']) slots.start(job(id));
+    expect(slots.leases().map((l) => l.id)).toEqual(['9', '10', '100']); // numeric order
+    release.get('9')!(1);
+    await tick();
+    slots.writing([{ id: '9', attempt: 1 }], true);
+    expect(slots.leases().map((l) => l.id)).toEqual(['10', '100']);
+    slots.writing([{ id: '9', attempt: 1 }], false); // the write failed: renew it again
+    expect(slots.leases().map((l) => l.id)).toEqual(['9', '10', '100']);
+  });
+
+  it('fails a job whose kind has no task, finally, naming the worker', async () => {
+    const { slots, outcomes } = harness(1, 10);
+    slots.start(job('1', 'nope'));
+    await tick();
+    expect(outcomes).toEqual([{ id: '1', ok: false, value: expect.objectContaining({ message: 'no task for kind "nope" on worker w' }), final: true }]);
+  });
+
+  it('a cancelled job ends as a failure with the cancel as its error, whatever the handler returned', async () => {
+    const { slots, outcomes, release } = harness(1, 10);
+    slots.start(job('1'));
+    expect(slots.cancel({ id: '1', attempt: 1 })).toBe(true);
+    release.get('1')!('partial result');
+    await tick();
+    expect(outcomes).toEqual([{ id: '1', ok: false, value: expect.objectContaining({ name: 'JobCancelledError' }), final: false }]);
+  });
+
+  it('an abandoned job is forgotten at once and its outcome never reported', async () => {
+    const { slots, outcomes, release } = harness(1, 10);
+    slots.start(job('1'));
+    expect(slots.abandon({ id: '1', attempt: 1 }, new Error('lost'))).toBe(true);
+    expect(slots.leases()).toEqual([]);
+    expect(slots.free).toBe(0); // the handler still runs: it keeps its slot until it returns
+    release.get('1')!('stale');
+    await tick();
+    expect(outcomes).toEqual([]);
+    expect(slots.free).toBe(1);
+  });
+
+  it('orders ids numerically', () => {
+    expect(['10', '9', '100', '11'].map((id) => ({ id })).sort(byId).map((x) => x.id)).toEqual(['9', '10', '11', '100']);
+  });
+});
