@@ -53,9 +53,10 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-export async function spawnServer(databaseUrl: string, env: Record<string, string> = {}): Promise<ServerProcess> {
+/** `nodeArgs` go to node itself, e.g. ['--cpu-prof'] to profile the server. */
+export async function spawnServer(databaseUrl: string, env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<ServerProcess> {
   const bin = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', 'bin', 'herald.js');
-  const child = spawn(process.execPath, [bin, 'server'], {
+  const child = spawn(process.execPath, [...nodeArgs, bin, 'server'], {
     env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HERALD_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -23,6 +23,10 @@ export interface ServerOptions {
   poolSize?: number;
   /** The tailer's safety-net read interval. */
   safetyMs?: number;
+  /** The tailer's pause after a read that found events (default 5 ms). */
+  busyGapMs?: number;
+  /** SSE socket writes per second before they are coalesced (default 20,000; 0 = never coalesce). */
+  sseWriteBudget?: number;
   /** Slow-client bounds per SSE connection. */
   streamLimits?: Partial<SessionLimits>;
   boardDir?: string;
@@ -50,6 +54,8 @@ export async function createServer(opts: ServerOptions): Promise<HeraldServer> {
       pool,
       logger,
       safetyMs: opts.safetyMs,
+      busyGapMs: opts.busyGapMs,
+      writeBudget: opts.sseWriteBudget,
       limits: opts.streamLimits,
     });
   } catch (err) {

@@ -11,6 +11,10 @@ import { EVENTS_CHANNEL } from '../../queue/channels.ts';
 import { Fanout } from './fanout.ts';
 import { Tailer } from './tailer.ts';
 import { DEFAULT_LIMITS, StreamSession, type SessionLimits, type StreamFilter } from './session.ts';
+import { Flusher } from './flusher.ts';
+
+/** Socket writes per second to SSE clients, all together, before they are coalesced. */
+export const DEFAULT_WRITE_BUDGET = 20_000;
 
 export interface HubOptions {
   queue: Queue;
@@ -20,6 +24,10 @@ export interface HubOptions {
   pool?: pg.Pool;
   logger?: Logger;
   safetyMs?: number;
+  /** The tailer's pause after a read that found events (see tailer.ts). */
+  busyGapMs?: number;
+  /** Socket writes per second across all SSE clients before writes get coalesced (see flusher.ts). */
+  writeBudget?: number;
   limits?: Partial<SessionLimits>;
 }
 
@@ -31,9 +39,10 @@ export class EventHub {
   /** Sessions dropped for being too slow, since start. */
   droppedClients = 0;
   private readonly limits: SessionLimits;
+  private readonly flusher: Flusher;
 
   private constructor(private readonly opts: HubOptions) {
-    this.tailer = new Tailer(opts.queue, this.fanout, { safetyMs: opts.safetyMs, logger: opts.logger });
+    this.tailer = new Tailer(opts.queue, this.fanout, { safetyMs: opts.safetyMs, busyGapMs: opts.busyGapMs, logger: opts.logger });
     this.listener = new Listener({
       url: opts.listenUrl,
       channels: [EVENTS_CHANNEL],
@@ -42,6 +51,7 @@ export class EventHub {
       logger: opts.logger,
     });
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
+    this.flusher = new Flusher(opts.writeBudget ?? DEFAULT_WRITE_BUDGET, () => this.sessions.size);
   }
 
   static async start(opts: HubOptions): Promise<EventHub> {
@@ -59,7 +69,7 @@ export class EventHub {
    * synchronous step, so the replay's end (`target`) and the first buffered live event meet exactly.
    */
   async open(reply: FastifyReply, filter: StreamFilter, after: Cursor | null): Promise<void> {
-    const session = new StreamSession(reply, filter, this.limits, () => this.droppedClients++, this.opts.logger);
+    const session = new StreamSession(reply, filter, this.limits, this.flusher, () => this.droppedClients++, this.opts.logger);
     const target = this.tailer.position;
     const unsubscribe = this.fanout.subscribe(session);
     this.sessions.add(session);
@@ -95,6 +105,7 @@ export class EventHub {
 
   async stop(): Promise<void> {
     this.closeSessions();
+    this.flusher.stop();
     this.fanout.clear();
     await this.tailer.stop();
     await this.listener.close();

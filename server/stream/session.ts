@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { Queue } from '../../queue/queue.ts';
 import { formatCursor, type Cursor } from '../../queue/cursor.ts';
 import { compareMessage, toMessage, type StreamMessage, type Subscriber } from './fanout.ts';
+import type { Flushable, Flusher } from './flusher.ts';
 
 export interface StreamFilter {
   queue?: string;
@@ -33,7 +34,7 @@ type Position = { tx: bigint; id: bigint };
 const toPosition = (c: Cursor): Position => ({ tx: BigInt(c.tx), id: BigInt(c.id) });
 const noop = () => {};
 
-export class StreamSession implements Subscriber {
+export class StreamSession implements Subscriber, Flushable {
   /** Set when the buffer overflowed and the session was dropped. */
   dropped = false;
   closed = false;
@@ -44,11 +45,13 @@ export class StreamSession implements Subscriber {
   private waitingForDrain = false;
   /** During the hand-over: events at or before this were sent by the replay (or the client had them). */
   private skipThrough: Position | null = null;
+  private lastFlushAt = 0;
 
   constructor(
     private readonly reply: FastifyReply,
     private readonly filter: StreamFilter,
     private readonly limits: SessionLimits,
+    private readonly flusher: Flusher,
     private readonly onDrop: (s: StreamSession) => void,
     private readonly log?: Logger,
   ) {}
@@ -66,7 +69,7 @@ export class StreamSession implements Subscriber {
       this.pending.push(m);
       this.bytes += m.bytes;
     }
-    if (this.live) this.pump();
+    if (this.live && this.pending.length > this.head) this.flusher.request(this, this.lastFlushAt);
     // What the socket would not take stays here; past the bound the client is too slow.
     if (this.pending.length - this.head > this.limits.maxEvents || this.bytes > this.limits.maxBytes) this.overflow();
   }
@@ -130,9 +133,14 @@ export class StreamSession implements Subscriber {
     });
   }
 
+  flush(): void {
+    this.pump();
+  }
+
   /** Writes buffered events until the socket pushes back; resumes on 'drain'. */
   private pump(): void {
     if (this.closed || this.waitingForDrain) return;
+    this.lastFlushAt = Date.now();
     const raw = this.reply.raw;
     raw.cork();
     while (this.head < this.pending.length && !raw.writableNeedDrain) {
@@ -180,6 +188,7 @@ export class StreamSession implements Subscriber {
   close(graceMs = 2_000): void {
     if (this.closed) return;
     this.closed = true;
+    this.flusher.forget(this);
     const raw = this.reply.raw;
     raw.once('finish', () => raw.socket?.end());
     setTimeout(() => raw.destroy(), graceMs).unref();
@@ -189,6 +198,7 @@ export class StreamSession implements Subscriber {
   /** The connection went away. */
   closedByPeer(): void {
     this.closed = true;
+    this.flusher.forget(this);
     this.pending = [];
     this.head = 0;
     this.bytes = 0;

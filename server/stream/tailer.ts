@@ -12,6 +12,8 @@ import type { Fanout } from './fanout.ts';
 export interface TailerOptions {
   /** Safety-net read interval. */
   safetyMs?: number;
+  /** After a read that found events, the next one waits this long: under load each read takes a bigger bite. */
+  busyGapMs?: number;
   pageSize?: number;
   logger?: Logger;
 }
@@ -31,7 +33,11 @@ export class Tailer {
   private retryTimer?: NodeJS.Timeout;
   private retryDelay = 0;
   private idle?: Promise<void>;
+  private gapTimer?: NodeJS.Timeout;
+  private lastReadAt = 0;
+  private lastReadFound = false;
   private readonly safetyMs: number;
+  private readonly busyGapMs: number;
   private readonly pageSize: number;
 
   constructor(
@@ -40,6 +46,7 @@ export class Tailer {
     private readonly opts: TailerOptions = {},
   ) {
     this.safetyMs = opts.safetyMs ?? 250;
+    this.busyGapMs = opts.busyGapMs ?? 5;
     this.pageSize = opts.pageSize ?? 1000;
   }
 
@@ -56,11 +63,23 @@ export class Tailer {
     return this.caughtUpAt === null ? null : Math.max(0, now - this.caughtUpAt);
   }
 
-  /** Asks for a read; calls during a read make it go round once more, so no tick is lost. */
+  /**
+   * Asks for a read. A call during a read makes it go round once more, so no tick is lost.
+   * When idle the read starts at once (lowest latency); right after a read that found events
+   * it waits out `busyGapMs`, so a flood of ticks becomes a few reads of many rows each.
+   */
   wake(): void {
     if (this.stopped) return;
     if (this.running) {
       this.again = true;
+      return;
+    }
+    const wait = this.lastReadFound ? this.lastReadAt + this.busyGapMs - Date.now() : 0;
+    if (wait > 0) {
+      this.gapTimer ??= setTimeout(() => {
+        this.gapTimer = undefined;
+        this.wake();
+      }, wait);
       return;
     }
     this.idle = this.drain();
@@ -68,30 +87,33 @@ export class Tailer {
 
   private async drain(): Promise<void> {
     this.running = true;
+    this.again = false;
+    this.lastReadAt = Date.now();
+    let found = 0;
     try {
+      let page;
       do {
-        this.again = false;
-        let page;
-        do {
-          page = await this.queue.feed(this.position, this.pageSize);
-          if (this.stopped) return;
-          if (page.length > 0) {
-            // Position and publish in one synchronous step: a stream that subscribes and reads
-            // `position` between two pages neither misses nor repeats an event.
-            this.position = parseCursor(page[page.length - 1].cursor);
-            this.fanout.publish(page);
-          }
-        } while (page.length === this.pageSize);
-        await this.afterCaughtUp();
-      } while (this.again && !this.stopped);
+        page = await this.queue.feed(this.position, this.pageSize);
+        if (this.stopped) return;
+        if (page.length > 0) {
+          // Position and publish in one synchronous step: a stream that subscribes and reads
+          // `position` between two pages neither misses nor repeats an event.
+          this.position = parseCursor(page[page.length - 1].cursor);
+          this.fanout.publish(page);
+          found += page.length;
+        }
+      } while (page.length === this.pageSize);
+      await this.afterCaughtUp();
       if (!this.dbUp) this.opts.logger?.info('event tailer reads the database again');
       this.dbUp = true;
     } catch (err) {
       if (this.dbUp) this.opts.logger?.warn({ err: (err as Error).message }, 'event tailer cannot read the database; retrying');
       this.dbUp = false;
     } finally {
+      this.lastReadFound = found > 0;
       this.running = false;
     }
+    if (this.again) this.wake();
   }
 
   // A committed transaction whose events sit above the horizon (an older one is still open)
@@ -117,6 +139,7 @@ export class Tailer {
     this.stopped = true;
     clearInterval(this.timer);
     clearTimeout(this.retryTimer);
+    clearTimeout(this.gapTimer);
     await this.idle?.catch(() => {});
   }
 }

@@ -1,0 +1,57 @@
+// Write coalescing for SSE sessions, with one timer for all of them.
+//
+// Each socket write costs a syscall here and a read on the client's side, and with a thousand
+// clients those dominate (profiled: ~20 µs per writev on this machine). So the server keeps to a
+// budget of writes per second: with N sessions the gap between two writes to one session is
+// N / budget (1,000 sessions and 20,000 writes/s: 50 ms; 100 sessions: 5 ms; a handful: ~0).
+// A session whose last write is at least a gap old writes at once, so a quiet stream adds no
+// delay; a busy one waits for the next shared flush and sends everything pending in one write.
+export interface Flushable {
+  flush(): void;
+}
+
+const MAX_GAP_MS = 100;
+
+export class Flusher {
+  private readonly dirty = new Set<Flushable>();
+  private timer?: NodeJS.Timeout;
+
+  /** `writesPerSecond` ≤ 0 turns coalescing off. */
+  constructor(
+    private readonly writesPerSecond: number,
+    private readonly sessions: () => number,
+  ) {}
+
+  /** The current gap between two writes to one session, in ms. */
+  gapMs(): number {
+    if (this.writesPerSecond <= 0) return 0;
+    return Math.min(MAX_GAP_MS, (this.sessions() * 1000) / this.writesPerSecond);
+  }
+
+  /** Writes now if `lastFlushAt` is a gap ago, otherwise at the next shared flush. */
+  request(s: Flushable, lastFlushAt: number, now = Date.now()): void {
+    const gap = this.gapMs();
+    if (now - lastFlushAt >= gap) return s.flush();
+    this.dirty.add(s);
+    if (!this.timer) {
+      this.timer = setTimeout(() => this.flushAll(), Math.max(1, gap));
+      this.timer.unref();
+    }
+  }
+
+  forget(s: Flushable): void {
+    this.dirty.delete(s);
+  }
+
+  private flushAll(): void {
+    this.timer = undefined;
+    const due = [...this.dirty];
+    this.dirty.clear();
+    for (const s of due) s.flush();
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.dirty.clear();
+  }
+}
