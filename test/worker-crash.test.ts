@@ -1,23 +1,14 @@
 // A SIGKILLed worker's job is re-run by another worker long before its lease would run out:
 // its liveness lock vanished with its connection, and the reaper noticed.
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
-import { startWorkerProcess, until, type WorkerProcess } from './fixtures/worker-process.ts';
+import { expect, it } from 'vitest';
+import { until, workerTestContext } from './fixtures/worker-process.ts';
 
-let db: TestDatabase;
-const workers: WorkerProcess[] = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-afterAll(async () => {
-  await Promise.all(workers.map((w) => w.stop()));
-  await db.drop();
-});
+const t = workerTestContext();
 
 it('re-runs the job of a SIGKILLed worker on another worker within seconds, and the dead attempt writes nothing', async () => {
   const env = { HERALD_LEASE_MS: '30000', HERALD_POLL_MS: '60000' };
-  workers.push(...(await Promise.all([1, 2].map(() => startWorkerProcess({ databaseUrl: db.url, args: ['--concurrency', '2'], env })))));
+  const { db } = t;
+  const workers = await Promise.all([1, 2].map(() => t.spawn({ args: ['--concurrency', '2'], env })));
   const { job } = await db.queue.enqueue({ kind: 'sleep', payload: { ms: 1500 } });
   const running = await until(async () => {
     const j = await db.queue.get(job.id);

@@ -1,24 +1,15 @@
 // Waking up: the listener survives pg_terminate_backend, and without LISTEN the worker polls.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
-import { startWorkerProcess, until, type WorkerProcess } from './fixtures/worker-process.ts';
+import { describe, expect, it } from 'vitest';
+import { createTestDatabase } from './support/db.ts';
+import { until, workerTestContext, type WorkerProcess } from './fixtures/worker-process.ts';
 
-let db: TestDatabase;
-const workers: WorkerProcess[] = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-afterAll(async () => {
-  await Promise.all(workers.map((w) => w.stop()));
-  await db.drop();
-});
+const t = workerTestContext();
 
 const succeeded = (id: string, what: string, timeoutMs?: number) =>
-  until(async () => (await db.queue.get(id))?.status === 'succeeded', what, timeoutMs);
+  until(async () => (await t.db.queue.get(id))?.status === 'succeeded', what, timeoutMs);
 
 const listenerPid = async (w: WorkerProcess): Promise<number | null> => {
-  const { rows } = await db.pool.query(
+  const { rows } = await t.db.pool.query(
     `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()`,
     [`herald:worker-listener:${w.pid}`],
   );
@@ -29,8 +20,8 @@ describe('listener', () => {
   it('recovers from pg_terminate_backend, catches up on what it missed, and still starts jobs at once', async () => {
     // A minute between polls: anything that runs within the waits below was woken by NOTIFY
     // or by the catch-up claim after the reconnect.
-    const w = await startWorkerProcess({ databaseUrl: db.url, env: { HERALD_POLL_MS: '60000' } });
-    workers.push(w);
+    const { db } = t;
+    const w = await t.spawn({ env: { HERALD_POLL_MS: '60000' } });
     const { job: before } = await db.queue.enqueue({ kind: 'echo', payload: { n: 1 } });
     await succeeded(before.id, 'a job before the kill', 10_000);
 
@@ -57,13 +48,12 @@ describe('poll-only mode', () => {
     // The "direct" session is another database, so the NOTIFY probe sent through the query pool
     // never reaches it: exactly what a transaction pooler does. (A closed port would not do:
     // the CLI runs migrations on the listen URL.)
+    const { db } = t;
     const elsewhere = await createTestDatabase();
-    const w = await startWorkerProcess({
-      databaseUrl: db.url,
+    const w = await t.spawn({
       env: { HERALD_LISTEN_URL: elsewhere.url, HERALD_POLL_MS: '200' },
       args: ['--queues', 'polled'],
     }).finally(() => elsewhere.drop());
-    workers.push(w);
     const warnings = w.logs.filter((l) => l.level === 40 && /cannot LISTEN/.test(l.msg));
     expect(warnings).toHaveLength(1);
     expect(w.logs.find((l) => l.msg === 'worker started')).toMatchObject({ listening: false });

@@ -1,25 +1,16 @@
 // Three worker processes with ten slots each share 5,000 jobs, a fifth of them failing once:
 // every job succeeds exactly once, and the attempts agree with the event log.
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
-import { startWorkerProcess, until, type WorkerProcess } from './fixtures/worker-process.ts';
+import { expect, it } from 'vitest';
+import { until, workerTestContext } from './fixtures/worker-process.ts';
 
 const JOBS = 5_000;
-let db: TestDatabase;
-const workers: WorkerProcess[] = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-afterAll(async () => {
-  await Promise.all(workers.map((w) => w.stop()));
-  await db.drop();
-});
+const t = workerTestContext();
 
 it('runs 5,000 jobs on 3 workers × 10 slots: each succeeds once, attempts match the events', { timeout: 120_000 }, async () => {
   // info, not debug: 5,000 jobs of debug lines would only slow the workers down.
   const env = { HERALD_BACKOFF_BASE_MS: '50', HERALD_LOG_LEVEL: 'info' };
-  workers.push(...(await Promise.all([1, 2, 3].map(() => startWorkerProcess({ databaseUrl: db.url, env, args: ['--concurrency', '10'] })))));
+  const { db } = t;
+  await Promise.all([1, 2, 3].map(() => t.spawn({ env, args: ['--concurrency', '10'] })));
   const inputs = Array.from({ length: JOBS }, (_, i) =>
     i % 5 === 0
       ? { kind: 'flaky', payload: { failTimes: 1 } }

@@ -1,23 +1,20 @@
 // Which worker runs what, and stopping a job: capabilities, --tasks DIR, and cancel.
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
-import { startWorkerProcess, TASKS_DIR, until, type WorkerProcess } from './fixtures/worker-process.ts';
+import { beforeAll, expect, it } from 'vitest';
+import type { TestDatabase } from './support/db.ts';
+import { TASKS_DIR, until, workerTestContext, type WorkerProcess } from './fixtures/worker-process.ts';
 
+const t = workerTestContext();
 let db: TestDatabase;
 let plain: WorkerProcess;
 let gpu: WorkerProcess;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
+  db = t.db;
   const env = { HERALD_POLL_MS: '60000' };
   [plain, gpu] = await Promise.all([
-    startWorkerProcess({ databaseUrl: db.url, env, args: ['--concurrency', '4'] }),
-    startWorkerProcess({ databaseUrl: db.url, env, args: ['--concurrency', '4', '--capabilities', 'gpu', '--tasks', TASKS_DIR] }),
+    t.spawn({ env, args: ['--concurrency', '4'] }),
+    t.spawn({ env, args: ['--concurrency', '4', '--capabilities', 'gpu', '--tasks', TASKS_DIR] }),
   ]);
-});
-afterAll(async () => {
-  await Promise.all([plain?.stop(), gpu?.stop()]);
-  await db.drop();
 });
 
 const finished = (ids: string[]) =>

@@ -1,23 +1,13 @@
 // SIGTERM: the worker stops claiming, lets short jobs finish, hands back the ones still running
 // when the grace period ends (event 'released', attempt not burned) and exits 0.
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
-import { startWorkerProcess, until, type WorkerProcess } from './fixtures/worker-process.ts';
+import { expect, it } from 'vitest';
+import { until, workerTestContext } from './fixtures/worker-process.ts';
 
-let db: TestDatabase;
-let worker: WorkerProcess | undefined;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-afterAll(async () => {
-  await worker?.stop();
-  await db.drop();
-});
+const t = workerTestContext();
 
 it('drains short jobs, releases long ones after the grace period, and exits 0', async () => {
-  worker = await startWorkerProcess({
-    databaseUrl: db.url,
+  const { db } = t;
+  const worker = await t.spawn({
     args: ['--concurrency', '4'],
     env: { HERALD_SHUTDOWN_GRACE_MS: '1500', HERALD_POLL_MS: '60000' },
   });

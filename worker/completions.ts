@@ -91,44 +91,60 @@ export class Completions {
     }
   }
 
-  private async writeSuccesses(batch: Success[]): Promise<void> {
-    let lost: string[];
+  private writeSuccesses(batch: Success[]): Promise<void> {
+    const { queue, worker } = this.opts;
+    return this.writeSplitting(
+      batch,
+      (b) => queue.complete(worker, b.map((s) => ({ ...s.lease, result: s.result })).sort(byId)),
+      async (s, err) => {
+        this.fail(s, new Error(`the task's result could not be stored: ${err.message}`), false);
+        return null;
+      },
+      'succeeded',
+    );
+  }
+
+  private writeFailures(batch: Failure[]): Promise<void> {
+    const { queue, worker } = this.opts;
+    return this.writeSplitting(
+      batch,
+      (b) => queue.fail(worker, b.map((f) => ({ ...f.lease, error: f.error, final: f.final })).sort(byId)),
+      // The error itself could not be stored (e.g. "\u0000" in its message): keep what can be.
+      (f, err) => {
+        const error = new Error(`the task failed with an error that could not be stored: ${err.message}`);
+        return queue.fail(worker, [{ ...f.lease, error, final: f.final }]);
+      },
+      'failed',
+    );
+  }
+
+  /**
+   * Writes a batch (`write` returns the lost ids). If Postgres rejects it for its data, writes
+   * it row by row so only the bad row is affected, and hands that one to `rejected` (which
+   * returns lost ids, or null when it re-queued the outcome elsewhere).
+   */
+  private async writeSplitting<T extends Outcome>(
+    batch: T[],
+    write: (batch: T[]) => Promise<string[]>,
+    rejected: (one: T, err: Error) => Promise<string[] | null>,
+    what: 'succeeded' | 'failed',
+  ): Promise<void> {
+    let lost: string[] | null;
     try {
-      const done = batch.map((s) => ({ ...s.lease, result: s.result })).sort(byId);
-      lost = await this.opts.queue.complete(this.opts.worker, done);
+      lost = await write(batch);
     } catch (err) {
       if (!isDataError(err)) throw err;
       if (batch.length > 1) {
-        for (const one of batch) await this.writeSuccesses([one]);
+        for (const one of batch) await this.writeSplitting([one], write, rejected, what);
         return;
       }
-      const [s] = batch;
-      this.fail(s, new Error(`the task's result could not be stored: ${(err as Error).message}`), false);
-      return;
+      lost = await rejected(batch[0], err as Error);
+      if (lost === null) return;
     }
-    this.report(batch, lost, 'succeeded');
+    this.report(batch, lost, what);
   }
 
-  private async writeFailures(batch: Failure[]): Promise<void> {
-    let lost: string[];
-    try {
-      const failed = batch.map((f) => ({ ...f.lease, error: f.error, final: f.final })).sort(byId);
-      lost = await this.opts.queue.fail(this.opts.worker, failed);
-    } catch (err) {
-      if (!isDataError(err)) throw err;
-      if (batch.length > 1) {
-        for (const one of batch) await this.writeFailures([one]);
-        return;
-      }
-      // The error itself could not be stored (e.g. "\u0000" in its message): keep only what can be.
-      const [f] = batch;
-      const error = new Error(`the task failed with an error that could not be stored: ${(err as Error).message}`);
-      lost = await this.opts.queue.fail(this.opts.worker, [{ ...f.lease, error, final: f.final }]);
-    }
-    this.report(batch, lost, 'failed');
-  }
-
-  private report(batch: (Success | Failure)[], lost: string[], what: 'succeeded' | 'failed'): void {
+  private report(batch: Outcome[], lost: string[], what: 'succeeded' | 'failed'): void {
     const lostSet = new Set(lost);
     const debug = this.log.isLevelEnabled('debug');
     for (const o of batch) {
