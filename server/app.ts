@@ -25,6 +25,8 @@ export interface AppOptions extends ServerContext {
   logger: Logger;
   /** The built board; defaults to web/dist. */
   boardDir?: string;
+  /** The SSE keep-alive comment interval (15 s). */
+  heartbeatMs?: number;
   /** Called when close() begins, before Fastify waits for open connections. */
   onClosing?: () => void;
 }
@@ -69,7 +71,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     hsts: false,
   });
   // The default export is the fastify-plugin wrapped one (global hooks); its types say otherwise.
-  await app.register(sse as unknown as FastifyPluginAsync<SSEPluginOptions>, { heartbeatInterval: HEARTBEAT_MS });
+  await app.register(sse as unknown as FastifyPluginAsync<SSEPluginOptions>, { heartbeatInterval: opts.heartbeatMs ?? HEARTBEAT_MS });
   await registerOpenApi(app);
   installAuth(app, opts.tokens);
   installErrorHandlers(app);

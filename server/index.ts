@@ -30,6 +30,8 @@ export interface ServerOptions {
   /** Slow-client bounds per SSE connection. */
   streamLimits?: Partial<SessionLimits>;
   boardDir?: string;
+  /** The SSE keep-alive comment interval (default 15 s). */
+  heartbeatMs?: number;
 }
 
 export interface HeraldServer {
@@ -71,6 +73,7 @@ export async function createServer(opts: ServerOptions): Promise<HeraldServer> {
     tokens,
     logger,
     boardDir: opts.boardDir,
+    heartbeatMs: opts.heartbeatMs,
     onClosing: () => {
       closing.abort();
       hub.closeSessions();

@@ -2,6 +2,7 @@
 // while workers run, filters, bad cursors, and two servers on one database. What a client
 // receives is checked against the job_events rows: same events, (tx, id) order, no gap, no repeat.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createParser } from 'eventsource-parser';
 import { HeraldApiError, HeraldClient, type EventStream, type StreamEvent } from '../client/index.ts';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
 import { openStream, simulateWorker, sleep, testServer, until, type TestServer } from './server-support.ts';
@@ -168,6 +169,22 @@ describe('live stream', () => {
     const ok = await openStream(`${s.url}/api/events?lastEventId=nope`, { 'last-event-id': '0' });
     expect(ok.res.status).toBe(200);
     await ok.close();
+  });
+
+  it('sends a keep-alive comment on an idle stream (every 15 s by default)', async () => {
+    const quick = await testServer({ db, listen: true, heartbeatMs: 50 });
+    try {
+      const comments: string[] = [];
+      const parser = createParser({ onEvent: () => {}, onComment: (c) => comments.push(c) });
+      const ac = new AbortController();
+      const res = await fetch(`${quick.url}/api/events`, { signal: ac.signal });
+      const reader = res.body!.getReader();
+      while (comments.length < 2) parser.feed(new TextDecoder().decode((await reader.read()).value));
+      ac.abort();
+      expect(comments[0].trim()).toBe('heartbeat');
+    } finally {
+      await quick.close();
+    }
   });
 
   it('refuses clients that do not accept event streams', async () => {
