@@ -80,11 +80,14 @@ export class EventHub {
       session.closedByPeer();
     });
     reply.sse.keepAlive();
+    // Live only starts at the database's head, which may be a little ahead of the tailer:
+    // events up to it are skipped when they come through. (Subscribed first, so none is missed.)
+    const start = after ?? (await this.opts.queue.head().catch(() => target));
     // The stream's start position, for clients that read headers (EventSource gets it as an id).
-    reply.header('herald-cursor', formatCursor(after ?? target));
+    reply.header('herald-cursor', formatCursor(start));
     reply.sse.sendHeaders();
     reply.raw.flushHeaders();
-    if (after === null) return session.startLive(target);
+    if (after === null) return session.startLive(start);
     try {
       await session.replay(this.opts.queue, after, target);
     } catch (err) {

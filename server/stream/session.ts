@@ -74,8 +74,9 @@ export class StreamSession implements Subscriber, Flushable {
     if (this.pending.length - this.head > this.limits.maxEvents || this.bytes > this.limits.maxBytes) this.overflow();
   }
 
-  /** Live only: tells the client where it starts (an `id:` with no data), then streams. */
+  /** Live only, from `position` on: tells the client where it starts (an `id:` with no data), then streams. */
   startLive(position: Cursor): void {
+    this.skipThrough = toPosition(position);
     this.send({ id: formatCursor(position), data: undefined });
     this.live = true;
     this.pump();
