@@ -1,8 +1,12 @@
 // One SSE client. It is subscribed to the fan-out before anything is read, so from that moment
-// every live event lands in its bounded buffer. A resuming client first gets its replay from the
-// database, (after, target] where target is the tailer's position at subscribe time; then the
-// buffer drains, skipping anything not newer than what was sent. Since the buffer only holds
-// events the tailer published after `target`, the hand-over has no gap and no duplicate.
+// every live event lands in its bounded buffer.
+//
+// Replay → live hand-over: a resuming client first gets its replay from the database,
+// (after, target] where target is the tailer's position at subscribe time; then the buffer
+// drains, skipping anything not newer than what was sent (`skipThrough`). The buffer only holds
+// events the tailer published after `target`, so there is no gap and no duplicate. The skip
+// matters when the client's cursor is ahead of this tailer (it came from another server).
+// A live-only client starts at the database head read after subscribing, with the same skip.
 //
 // Slow clients: the buffer is bounded (events and bytes). Past the bound the session is dropped
 // and the connection ended; the client resumes with Last-Event-ID and loses nothing.
