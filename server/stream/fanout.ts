@@ -34,13 +34,67 @@ export function compareMessage(a: { tx: bigint; id: bigint }, b: { tx: bigint; i
 }
 
 export interface Subscriber {
+  /** What the subscriber follows; the fan-out only hands it matching events. */
+  readonly filter: { queue?: string; jobId?: string };
   deliver(messages: StreamMessage[]): void;
+}
+
+/** Subscribers by what they follow: one job, one queue, or everything. */
+class SubscriberIndex {
+  readonly all = new Set<Subscriber>();
+  readonly byJob = new Map<string, Set<Subscriber>>();
+  readonly byQueue = new Map<string, Set<Subscriber>>();
+  size = 0;
+
+  private bucket(s: Subscriber): Set<Subscriber> {
+    const { jobId, queue } = s.filter;
+    const [map, key] = jobId !== undefined ? [this.byJob, jobId] : queue !== undefined ? [this.byQueue, queue] : [null, ''];
+    if (!map) return this.all;
+    let set = map.get(key);
+    if (!set) map.set(key, (set = new Set()));
+    return set;
+  }
+
+  add(s: Subscriber): void {
+    const set = this.bucket(s);
+    if (set.has(s)) return;
+    set.add(s);
+    this.size++;
+  }
+
+  delete(s: Subscriber): void {
+    const { jobId, queue } = s.filter;
+    const set = this.bucket(s);
+    if (!set.delete(s)) return;
+    this.size--;
+    if (set.size === 0 && set !== this.all) (jobId !== undefined ? this.byJob : this.byQueue).delete(jobId ?? queue!);
+  }
+
+  clear(): void {
+    this.all.clear();
+    this.byJob.clear();
+    this.byQueue.clear();
+    this.size = 0;
+  }
+}
+
+/** Groups messages by a key, keeping feed order within each group. */
+function groupBy(messages: StreamMessage[], key: (m: StreamMessage) => string, wanted: Map<string, unknown>): Map<string, StreamMessage[]> {
+  const groups = new Map<string, StreamMessage[]>();
+  for (const m of messages) {
+    const k = key(m);
+    if (!wanted.has(k)) continue;
+    const g = groups.get(k);
+    if (g) g.push(m);
+    else groups.set(k, [m]);
+  }
+  return groups;
 }
 
 export const TERMINAL: ReadonlySet<JobStatus> = new Set(['succeeded', 'failed', 'cancelled']);
 
 export class Fanout {
-  private readonly subscribers = new Set<Subscriber>();
+  private readonly subscribers = new SubscriberIndex();
   private readonly watchers = new Map<string, Set<(e: JobEvent) => void>>();
   private readonly observers: ((events: JobEvent[]) => void)[] = [];
 
@@ -80,9 +134,21 @@ export class Fanout {
         if (set) for (const fn of [...set]) fn(e);
       }
     }
-    if (this.subscribers.size === 0) return;
+    const subs = this.subscribers;
+    if (subs.size === 0) return;
     const messages = events.map(toMessage);
-    for (const s of this.subscribers) s.deliver(messages);
+    for (const s of subs.all) s.deliver(messages);
+    // Filtered subscribers see only their own events, and are not called when there are none.
+    if (subs.byQueue.size > 0) {
+      for (const [queue, group] of groupBy(messages, (m) => m.event.queue, subs.byQueue)) {
+        for (const s of subs.byQueue.get(queue)!) s.deliver(group);
+      }
+    }
+    if (subs.byJob.size > 0) {
+      for (const [jobId, group] of groupBy(messages, (m) => m.event.jobId, subs.byJob)) {
+        for (const s of subs.byJob.get(jobId)!) s.deliver(group);
+      }
+    }
   }
 
   /** Ends every subscriber (server shutdown). */

@@ -53,7 +53,7 @@ export class StreamSession implements Subscriber, Flushable {
 
   constructor(
     private readonly reply: FastifyReply,
-    private readonly filter: StreamFilter,
+    readonly filter: StreamFilter,
     private readonly limits: SessionLimits,
     private readonly flusher: Flusher,
     private readonly onDrop: (s: StreamSession) => void,

@@ -1,0 +1,71 @@
+// The fan-out hands each subscriber exactly its events, in feed order, with data built once.
+import { describe, expect, it } from 'vitest';
+import type { JobEvent } from '../../queue/job.ts';
+import { Fanout, toMessage, type StreamMessage, type Subscriber } from './fanout.ts';
+
+let n = 0;
+const event = (jobId: string, queue: string, type: JobEvent['type'] = 'enqueued', status: JobEvent['status'] = 'queued'): JobEvent => {
+  n++;
+  return { eventId: String(n), jobId, queue, kind: 'k', type, status, attempt: 0, worker: null, at: new Date(0).toISOString(), data: null, cursor: `${1000 + n}.${n}` };
+};
+
+function subscriber(filter: Subscriber['filter']) {
+  const got: StreamMessage[][] = [];
+  return { filter, got, deliver: (m: StreamMessage[]) => got.push(m) };
+}
+
+describe('Fanout', () => {
+  it('delivers by filter: everything, one queue, one job (and both), in order; nothing to the uninterested', () => {
+    const f = new Fanout();
+    const all = subscriber({});
+    const qa = subscriber({ queue: 'a' });
+    const qc = subscriber({ queue: 'c' });
+    const j2 = subscriber({ jobId: '2' });
+    const j2b = subscriber({ jobId: '2', queue: 'b' });
+    for (const s of [all, qa, qc, j2, j2b]) f.subscribe(s);
+    const events = [event('1', 'a'), event('2', 'b'), event('3', 'a'), event('2', 'b', 'claimed', 'running')];
+    f.publish(events);
+    const ids = (s: { got: StreamMessage[][] }) => s.got.flat().map((m) => m.event.eventId);
+    expect(ids(all)).toEqual(events.map((e) => e.eventId));
+    expect(ids(qa)).toEqual([events[0].eventId, events[2].eventId]);
+    expect(qc.got).toEqual([]);
+    expect(ids(j2)).toEqual([events[1].eventId, events[3].eventId]);
+    expect(ids(j2b)).toEqual(ids(j2));
+    // One message object per event, shared by every subscriber.
+    expect(qa.got[0][0]).toBe(all.got[0][0]);
+  });
+
+  it('stops delivering after unsubscribe', () => {
+    const f = new Fanout();
+    const s = subscriber({ queue: 'a' });
+    const off = f.subscribe(s);
+    expect(f.size).toBe(1);
+    off();
+    expect(f.size).toBe(0);
+    f.publish([event('1', 'a')]);
+    expect(s.got).toEqual([]);
+  });
+
+  it('calls job watchers and observers', () => {
+    const f = new Fanout();
+    const seen: string[] = [];
+    const off = f.watchJob('7', (e) => seen.push(e.type));
+    let pages = 0;
+    f.observe(() => pages++);
+    f.publish([event('7', 'q'), event('8', 'q'), event('7', 'q', 'succeeded', 'succeeded')]);
+    off();
+    f.publish([event('7', 'q', 'retried')]);
+    expect(seen).toEqual(['enqueued', 'succeeded']);
+    expect(pages).toBe(2);
+  });
+
+  it('builds the SSE message once: id is the cursor, data the event without it', () => {
+    const e = event('5', 'q');
+    const m = toMessage(e);
+    expect(m.sse.id).toBe(e.cursor);
+    expect(m.sse.event).toBe('job');
+    const { cursor: _, ...rest } = e;
+    expect(JSON.parse(m.sse.data)).toEqual(rest);
+    expect([m.tx, m.id]).toEqual([BigInt(e.cursor.split('.')[0]), BigInt(e.cursor.split('.')[1])]);
+  });
+});
