@@ -21,17 +21,6 @@ describe('Flusher', () => {
     expect(new Flusher(0, () => 1000).gapMs()).toBe(0);
   });
 
-  it('writes everything at once while the process has time to spare', () => {
-    let busy = false;
-    const f = new Flusher(20_000, () => 1000, () => busy);
-    expect(f.gapMs()).toBe(0);
-    const a = session();
-    f.request(a, Date.now(), Date.now());
-    expect(a.flushes).toBe(1);
-    busy = true;
-    expect(f.gapMs()).toBe(50);
-  });
-
   it('writes at once when the last write is a gap old, else once at the shared flush', () => {
     const f = new Flusher(20_000, () => 1000);
     const a = session();

@@ -1,14 +1,12 @@
 // Write coalescing for SSE sessions, with one timer for all of them.
 //
-// Each socket write costs a syscall here and a read on the client's side, and with a thousand
-// clients those dominate (profiled: ~20 µs per writev on this machine). While the event loop
-// has time to spare, every event is written at once (lowest latency). When it gets busy, the
-// server keeps to a budget of writes per second: with N sessions the gap between two writes to
-// one session is N / budget (1,000 sessions and 20,000 writes/s: 50 ms; 100 sessions: 5 ms).
-// A session whose last write is at least a gap old still writes at once; a busy one waits for
-// the next shared flush and sends everything pending in one write.
-import { performance } from 'node:perf_hooks';
-
+// Each socket write costs a syscall here and a read (and a chunk to parse) on the client's side;
+// with a thousand clients those dominate both ends (profiled: ~20 µs per writev on this machine).
+// So the server keeps to a budget of writes per second: with N sessions, two writes to one
+// session are at least N / budget apart (1,000 sessions at 20,000 writes/s: 50 ms; 100
+// sessions: 5 ms; a handful: well under 1 ms). A session whose last write is a gap old writes at
+// once, so a stream that gets an event now and then has no added delay; a busier one waits for
+// the next shared flush and sends all it has in one write.
 export interface Flushable {
   flush(): void;
 }
@@ -19,16 +17,15 @@ export class Flusher {
   private readonly dirty = new Set<Flushable>();
   private timer?: NodeJS.Timeout;
 
-  /** `writesPerSecond` ≤ 0 turns coalescing off; `busy` says whether the process is short of time. */
+  /** `writesPerSecond` ≤ 0 turns coalescing off. */
   constructor(
     private readonly writesPerSecond: number,
     private readonly sessions: () => number,
-    private readonly busy: () => boolean = () => true,
   ) {}
 
   /** The current gap between two writes to one session, in ms. */
   gapMs(): number {
-    if (this.writesPerSecond <= 0 || !this.busy()) return 0;
+    if (this.writesPerSecond <= 0) return 0;
     return Math.min(MAX_GAP_MS, (this.sessions() * 1000) / this.writesPerSecond);
   }
 
@@ -57,32 +54,5 @@ export class Flusher {
   stop(): void {
     clearTimeout(this.timer);
     this.dirty.clear();
-  }
-}
-
-/** Event-loop utilisation over the last sampling period: "busy" above a threshold. */
-export class LoadGauge {
-  utilisation = 0;
-  private last = performance.eventLoopUtilization();
-  private readonly timer: NodeJS.Timeout;
-
-  constructor(
-    private readonly threshold = 0.5,
-    periodMs = 250,
-  ) {
-    this.timer = setInterval(() => {
-      const now = performance.eventLoopUtilization();
-      this.utilisation = performance.eventLoopUtilization(now, this.last).utilization;
-      this.last = now;
-    }, periodMs);
-    this.timer.unref();
-  }
-
-  busy(): boolean {
-    return this.utilisation >= this.threshold;
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
   }
 }

@@ -11,9 +11,9 @@ import { EVENTS_CHANNEL } from '../../queue/channels.ts';
 import { Fanout } from './fanout.ts';
 import { Tailer } from './tailer.ts';
 import { DEFAULT_LIMITS, StreamSession, type SessionLimits, type StreamFilter } from './session.ts';
-import { Flusher, LoadGauge } from './flusher.ts';
+import { Flusher } from './flusher.ts';
 
-/** Socket writes per second to SSE clients, all together, when the event loop is busy. */
+/** Socket writes per second to SSE clients, all together (see flusher.ts). */
 export const DEFAULT_WRITE_BUDGET = 20_000;
 
 export interface HubOptions {
@@ -40,7 +40,6 @@ export class EventHub {
   droppedClients = 0;
   private readonly limits: SessionLimits;
   private readonly flusher: Flusher;
-  private readonly load = new LoadGauge();
 
   private constructor(private readonly opts: HubOptions) {
     this.tailer = new Tailer(opts.queue, this.fanout, { safetyMs: opts.safetyMs, busyGapMs: opts.busyGapMs, logger: opts.logger });
@@ -52,7 +51,7 @@ export class EventHub {
       logger: opts.logger,
     });
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
-    this.flusher = new Flusher(opts.writeBudget ?? DEFAULT_WRITE_BUDGET, () => this.sessions.size, () => this.load.busy());
+    this.flusher = new Flusher(opts.writeBudget ?? DEFAULT_WRITE_BUDGET, () => this.sessions.size);
   }
 
   static async start(opts: HubOptions): Promise<EventHub> {
@@ -110,7 +109,6 @@ export class EventHub {
   async stop(): Promise<void> {
     this.closeSessions();
     this.flusher.stop();
-    this.load.stop();
     this.fanout.clear();
     await this.tailer.stop();
     await this.listener.close();
