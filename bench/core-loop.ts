@@ -18,6 +18,13 @@ await admin.end();
 const u = new URL(base);
 u.pathname = '/herald_core_loop';
 await migrate(u.toString());
+// HERALD_CORE_LOOP_SQL: a schema variant to try (an experiment aid, e.g. dropping an index).
+if (process.env.HERALD_CORE_LOOP_SQL) {
+  const c = new pg.Client({ connectionString: u.toString() });
+  await c.connect();
+  await c.query(process.env.HERALD_CORE_LOOP_SQL);
+  await c.end();
+}
 const pool = createPool(u.toString(), { max: 4 });
 const q = new Queue(pool);
 
