@@ -49,7 +49,8 @@ export class StreamSession implements Subscriber, Flushable {
   private waitingForDrain = false;
   /** During the hand-over: events at or before this were sent by the replay (or the client had them). */
   private skipThrough: Position | null = null;
-  private lastFlushAt = 0;
+  /** Write credit (see flusher.ts): a new stream may write at once. */
+  credit = { tokens: 2, at: Date.now() };
 
   constructor(
     private readonly reply: FastifyReply,
@@ -73,7 +74,7 @@ export class StreamSession implements Subscriber, Flushable {
       this.pending.push(m);
       this.bytes += m.bytes;
     }
-    if (this.live && this.pending.length > this.head) this.flusher.request(this, this.lastFlushAt);
+    if (this.live && this.pending.length > this.head) this.flusher.request(this);
     // What the socket would not take stays here; past the bound the client is too slow.
     if (this.pending.length - this.head > this.limits.maxEvents || this.bytes > this.limits.maxBytes) this.overflow();
   }
@@ -145,7 +146,6 @@ export class StreamSession implements Subscriber, Flushable {
   /** Writes buffered events until the socket pushes back; resumes on 'drain'. */
   private pump(): void {
     if (this.closed || this.waitingForDrain) return;
-    this.lastFlushAt = Date.now();
     const raw = this.reply.raw;
     raw.cork();
     while (this.head < this.pending.length && !raw.writableNeedDrain) {
