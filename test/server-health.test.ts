@@ -1,7 +1,7 @@
 // Operations: /api/health through a database outage (a TCP proxy in front of PostgreSQL that
 // we cut and restore), the stream catching up afterwards, and the work counters in /metrics.
 import net from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HeraldClient, type StreamEvent } from '../client/index.ts';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
 import { simulateWorker, testServer, until, type TestServer } from './server-support.ts';
@@ -11,6 +11,7 @@ class CuttableProxy {
   private server?: net.Server;
   private readonly sockets = new Set<net.Socket>();
   port = 0;
+  up = false;
 
   constructor(private readonly target: { host: string; port: number }) {}
 
@@ -29,9 +30,11 @@ class CuttableProxy {
     });
     await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
     this.port = (this.server!.address() as net.AddressInfo).port;
+    this.up = true;
   }
 
   async cut(): Promise<void> {
+    this.up = false;
     const closed = new Promise((resolve) => this.server!.close(resolve));
     for (const s of this.sockets) s.destroy();
     await closed;
@@ -51,9 +54,13 @@ beforeAll(async () => {
   u.port = String(proxy.port);
   s = await testServer({ db, databaseUrl: u.toString(), listen: true });
 });
+afterEach(async () => {
+  // A failed outage test must not leave the next one without a database.
+  if (!proxy.up) await proxy.start();
+});
 afterAll(async () => {
   await s.close();
-  await proxy.cut().catch(() => {});
+  if (proxy.up) await proxy.cut();
   await db.drop();
 });
 
@@ -80,9 +87,12 @@ describe('health through a database outage', () => {
     const refused = await fetch(`${s.url}/api/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"kind":"k"}' });
     expect(refused.status).toBe(503);
     expect(await refused.json()).toEqual({ statusCode: 503, error: 'Service Unavailable', message: expect.stringMatching(/database is unreachable/) });
-    const metrics = await fetch(`${s.url}/metrics`);
-    expect(metrics.status).toBe(200);
-    expect(await metrics.text()).toMatch(/herald_database_up 0/);
+    // Metrics still answer; the tailer reports the database down after its next read fails.
+    await until(async () => {
+      const metrics = await fetch(`${s.url}/metrics`);
+      expect(metrics.status).toBe(200);
+      return /herald_database_up 0/.test(await metrics.text());
+    });
 
     // Work goes on behind the server's back, straight into the database.
     await db.queue.enqueueMany(Array.from({ length: 25 }, () => ({ kind: 'during-outage' })));
