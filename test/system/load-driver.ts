@@ -24,7 +24,7 @@ const [single, batch] = await Promise.all([
   run('/api/jobs', jobsPerSecond / 4, job),
   run('/api/jobs/batch', (jobsPerSecond * 3) / 4 / BATCH, () => ({ jobs: Array.from({ length: BATCH }, job) })),
 ]);
-const summary = (r: autocannon.Result) => ({
+const summary = (r: Awaited<ReturnType<typeof autocannon>>) => ({
   requests: r.requests.total,
   perSecond: Math.round(r.requests.average),
   non2xx: r.non2xx,
