@@ -1,7 +1,7 @@
 // graphile-worker@0.18 peer. One factory; graphile-batched.ts passes its preset options.
 import { EventEmitter, once } from 'node:events';
 import { Logger, makeWorkerUtils, run, type Runner, type TaskList, type WorkerEvents, type WorkerUtils } from 'graphile-worker';
-import { CONCURRENCY, Countdown, LatencyProbe, dropSchema, failOnExit, untilZero } from './harness.ts';
+import { CONCURRENCY, Countdown, LatencyProbe, analyzeSchema, dropSchema, failOnExit, untilZero } from './harness.ts';
 import type { PeerRunner } from './types.ts';
 
 const SCHEMA = 'graphile_worker';
@@ -42,6 +42,7 @@ export function makeGraphilePeer(name: string, worker: GraphileConfig.WorkerOpti
           const n = Math.min(INSERT_CHUNK, jobs - done);
           await utils.addJobs(Array.from({ length: n }, () => ({ identifier: TASK, payload: {} })));
         }
+        await analyzeSchema(databaseUrl, SCHEMA);
         const handled = new Countdown(jobs);
         const t0 = performance.now();
         const runner = await start(databaseUrl, { [TASK]: async () => handled.tick() });

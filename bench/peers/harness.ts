@@ -39,6 +39,21 @@ export async function dropSchema(databaseUrl: string, schema: string): Promise<v
   await withClient(databaseUrl, (c) => c.query(`DROP SCHEMA IF EXISTS ${c.escapeIdentifier(schema)} CASCADE`));
 }
 
+/**
+ * ANALYZEs every table of `schema`. Untimed, after the drain jobs are in, for every peer as for
+ * Herald: autovacuum is off on this machine's PG 15, so a fresh table would otherwise have no
+ * statistics and the planner would take the queue for empty (a steady-state server has them).
+ */
+export async function analyzeSchema(databaseUrl: string, schema: string): Promise<void> {
+  await withClient(databaseUrl, async (c) => {
+    const { rows } = await c.query<{ t: string }>(
+      `SELECT format('%I.%I', schemaname, tablename) AS t FROM pg_tables WHERE schemaname = $1`,
+      [schema],
+    );
+    for (const { t } of rows) await c.query(`ANALYZE ${t}`);
+  });
+}
+
 /** Resolves once `tick` has been called `n` times. */
 export class Countdown {
   readonly promise: Promise<void>;

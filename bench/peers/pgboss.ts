@@ -1,7 +1,7 @@
 // pg-boss@12 peer: batch-fetching workers woken by LISTEN/NOTIFY on a notify-enabled queue.
 import pg from 'pg';
 import { PgBoss, type WorkOptions } from 'pg-boss';
-import { CONCURRENCY, Countdown, LatencyProbe, dropSchema, untilZero } from './harness.ts';
+import { CONCURRENCY, Countdown, LatencyProbe, analyzeSchema, dropSchema, untilZero } from './harness.ts';
 import type { PeerRunner } from './types.ts';
 
 const SCHEMA = 'pgboss_bench';
@@ -44,6 +44,7 @@ const pgboss: PeerRunner = {
         const n = Math.min(INSERT_CHUNK, jobs - done);
         await boss.insert(QUEUE, Array.from({ length: n }, () => ({ data: {} })));
       }
+      await analyzeSchema(databaseUrl, SCHEMA);
       const handled = new Countdown(jobs);
       const t0 = performance.now();
       await boss.work(QUEUE, WORK, async (batch) => handled.tick(batch.length));

@@ -1,7 +1,7 @@
 // Bare-SQL floor: no library, just a table, SKIP LOCKED batch claims and LISTEN/NOTIFY wake-ups.
 // It does the least work a correct queue can do, so it bounds what a library could reach here.
 import pg from 'pg';
-import { CONCURRENCY, Countdown, LatencyProbe, failOnExit, withClient } from './harness.ts';
+import { CONCURRENCY, Countdown, LatencyProbe, analyzeSchema, failOnExit, withClient } from './harness.ts';
 import type { PeerRunner } from './types.ts';
 
 const SCHEMA = 'bench_sql';
@@ -108,6 +108,7 @@ const sql: PeerRunner = {
       await c.query(SETUP);
       await c.query(BULK_INSERT, [jobs]);
     });
+    await analyzeSchema(databaseUrl, SCHEMA);
     const completed = new Countdown(jobs);
     const t0 = performance.now();
     const worker = new FloorWorker(databaseUrl, () => {}, (n) => completed.tick(n));
