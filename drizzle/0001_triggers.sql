@@ -36,7 +36,7 @@ BEGIN
 
   PERFORM pg_notify('herald_jobs',
             CASE WHEN q.runnable THEN q.queue
-                 ELSE q.queue || ' ' || floor(extract(epoch FROM q.next_at) * 1000)::bigint END)
+                 ELSE q.queue || ' ' || ceil(extract(epoch FROM q.next_at) * 1000)::bigint END)
   FROM (SELECT n.queue,
                bool_or(n.available_at <= now()) AS runnable,
                min(n.available_at) AS next_at
@@ -95,7 +95,7 @@ BEGIN
   -- Work that became runnable now (new attempt, manual retry, reaped lease) wakes workers.
   PERFORM pg_notify('herald_jobs',
             CASE WHEN q.runnable THEN q.queue
-                 ELSE q.queue || ' ' || floor(extract(epoch FROM q.next_at) * 1000)::bigint END)
+                 ELSE q.queue || ' ' || ceil(extract(epoch FROM q.next_at) * 1000)::bigint END)
   FROM (SELECT n.queue,
                bool_or(n.available_at <= now()) AS runnable,
                min(n.available_at) AS next_at

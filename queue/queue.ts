@@ -289,7 +289,7 @@ export class Queue {
   /** When the next scheduled job for these queues becomes runnable, or null. */
   async nextRunAt(queues?: string[], capabilities: string[] = [], kinds?: string[]): Promise<Date | null> {
     const { rows } = await this.exec(this.pool, { ...nextRunAt, values: [queues?.length ? queues : null, capabilities, kinds ?? null] });
-    return rows[0]?.at ?? null;
+    return rows[0]?.at_ms == null ? null : new Date(rows[0].at_ms);
   }
 
   /** Renews leases; returns the ones still held, and which of those were asked to cancel. */

@@ -33,10 +33,12 @@ RETURNING j.*`,
 );
 
 // When the next scheduled job of these queues becomes runnable, so an idle worker sleeps until then.
+// In epoch ms rounded UP: a timer set to a rounded-down time would fire a moment early, find the
+// job not yet runnable, and then no longer see it as scheduled either.
 export const nextRunAt = statement(
   'next_run_at',
   `
-SELECT min(available_at) AS at
+SELECT ceil(extract(epoch FROM min(available_at)) * 1000)::float8 AS at_ms
 FROM herald.jobs
 WHERE status = 'queued' AND available_at > now()
   AND ($1::text[] IS NULL OR queue = ANY($1::text[]))
