@@ -1,5 +1,5 @@
 // Load: 1,000 SSE clients stay connected while 2,000 jobs/s are enqueued over HTTP for 60 s
-// (a quarter as single POSTs, the rest in batches of 10: see load-driver.ts).
+// (half as single POSTs, half in batches of 10: see load-driver.ts).
 // No 5xx, stream lag stays bounded, server memory stays bounded.
 import fs from 'node:fs';
 import { spawn } from 'node:child_process';
@@ -13,7 +13,8 @@ const CLIENTS = 1_000;
 // Clients that follow every event; the rest follow one queue each, as a board tab on a queue does.
 // Each firehose client parses ~2,000 events/s in this test process, which shares the 2 cores.
 const FIREHOSE = Number(process.env.HERALD_LOAD_FIREHOSE ?? 3);
-const QUEUES = 50;
+// Each queue-filtered client shares its queue with ~5 others (1,000 clients over 200 queues).
+const QUEUES = 200;
 const RATE = 2_000;
 const SECONDS = Number(process.env.HERALD_LOAD_SECONDS ?? 60);
 
