@@ -2,7 +2,7 @@
 // floor of DESIGN.md: 10,000 jobs enqueued in batches, then claimed and completed 500 at a time.
 //   node bin/run-ts.js bench/core-loop.ts [DATABASE_URL]
 import pg from 'pg';
-import { createPool } from '../queue/database.ts';
+import { createPool, withDatabase } from '../queue/database.ts';
 import { migrate } from '../queue/migrate.ts';
 import { Queue } from '../queue/queue.ts';
 
@@ -15,17 +15,16 @@ await admin.connect();
 await admin.query('DROP DATABASE IF EXISTS herald_core_loop');
 await admin.query('CREATE DATABASE herald_core_loop');
 await admin.end();
-const u = new URL(base);
-u.pathname = '/herald_core_loop';
-await migrate(u.toString());
+const url = withDatabase(base, 'herald_core_loop');
+await migrate(url);
 // HERALD_CORE_LOOP_SQL: a schema variant to try (an experiment aid, e.g. dropping an index).
 if (process.env.HERALD_CORE_LOOP_SQL) {
-  const c = new pg.Client({ connectionString: u.toString() });
+  const c = new pg.Client({ connectionString: url });
   await c.connect();
   await c.query(process.env.HERALD_CORE_LOOP_SQL);
   await c.end();
 }
-const pool = createPool(u.toString(), { max: 4 });
+const pool = createPool(url, { max: 4 });
 const q = new Queue(pool);
 
 let t = performance.now();

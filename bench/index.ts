@@ -6,7 +6,7 @@
 // With --rounds N each figure is the median of N runs (the order rotates every round).
 import os from 'node:os';
 import pg from 'pg';
-import { openDatabase } from '../queue/database.ts';
+import { openDatabase, withDatabase } from '../queue/database.ts';
 import herald from './herald.ts';
 import { peers } from './peers/index.ts';
 import { percentiles, type Percentiles } from './peers/stats.ts';
@@ -37,11 +37,6 @@ function parseArgs(argv: string[]) {
   return args;
 }
 
-const withDatabase = (url: string, name: string) => {
-  const u = new URL(url);
-  u.pathname = `/${name}`;
-  return u.toString();
-};
 
 async function freshDatabase(adminUrl: string, name: string): Promise<string> {
   const c = new pg.Client({ connectionString: adminUrl });

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import pg from 'pg';
-import { openDatabase, type Database } from '../queue/database.ts';
+import { openDatabase, withDatabase, type Database } from '../queue/database.ts';
 import { migrate } from '../queue/migrate.ts';
 
 export interface BenchDatabase {
@@ -20,22 +20,20 @@ export async function benchDatabase(name: string): Promise<BenchDatabase> {
   const dataDir = process.env.DATABASE_URL ? '' : fs.mkdtempSync(path.join(os.tmpdir(), 'herald-bench-'));
   if (dataDir) fs.chmodSync(dataDir, 0o755);
   const db: Database = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir });
-  const admin = new URL(db.url);
-  admin.pathname = '/postgres';
-  const c = new pg.Client({ connectionString: admin.toString() });
+  const admin = withDatabase(db.url, 'postgres');
+  const c = new pg.Client({ connectionString: admin });
   await c.connect();
   await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await c.query(`CREATE DATABASE ${name}`);
   const version = (await c.query('SHOW server_version')).rows[0].server_version;
   await c.end();
-  const url = new URL(db.url);
-  url.pathname = `/${name}`;
-  await migrate(url.toString());
+  const url = withDatabase(db.url, name);
+  await migrate(url);
   return {
-    url: url.toString(),
+    url,
     label: `PostgreSQL ${version} (${process.env.DATABASE_URL ? 'DATABASE_URL' : 'embedded'})`,
     async close() {
-      const c2 = new pg.Client({ connectionString: admin.toString() });
+      const c2 = new pg.Client({ connectionString: admin });
       await c2.connect();
       await c2.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await c2.end();

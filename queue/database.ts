@@ -22,6 +22,13 @@ export async function openDatabase(opts: { databaseUrl?: string; listenUrl?: str
   return { url: embedded.url, listenUrl: embedded.url, embedded, close: () => embedded.stop() };
 }
 
+/** The same server URL with another database name (admin connections, per-test and bench databases). */
+export function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
 /** A connection pool; errors on idle clients (a restarted server) are logged, not fatal. */
 export function createPool(url: string, opts: { max?: number; logger?: Logger; applicationName?: string } = {}): pg.Pool {
   const pool = new pg.Pool({

@@ -1,7 +1,7 @@
 // Migrations are idempotent and safe when several processes run them at once.
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
-import { withDatabase } from '../test/support/url.ts';
+import { withDatabase } from './database.ts';
 import { migrate } from './migrate.ts';
 
 describe('migrate', () => {

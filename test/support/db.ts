@@ -3,8 +3,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { Queue, type QueueOptions } from '../../queue/queue.ts';
-import { createPool } from '../../queue/database.ts';
-import { withDatabase } from './url.ts';
+import { createPool, withDatabase } from '../../queue/database.ts';
 
 export interface TestDatabase {
   url: string;

@@ -7,7 +7,7 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { startEmbedded, type EmbeddedPostgres } from '../../queue/embedded.ts';
 import { migrate } from '../../queue/migrate.ts';
-import { withDatabase } from './url.ts';
+import { withDatabase } from '../../queue/database.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startEmbedded, type EmbeddedPostgres } from '../../queue/embedded.ts';
 import { migrate } from '../../queue/migrate.ts';
 import { spawnHerald, type HeraldProcess } from '../support/herald-process.ts';
-import { withDatabase } from '../support/url.ts';
+import { withDatabase } from '../../queue/database.ts';
 import { StreamRecorder, sleep, startServer, waitUntil } from './support.ts';
 import { writeReport } from './report.ts';
 
