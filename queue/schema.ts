@@ -1,6 +1,7 @@
 // The two tables, as drizzle sees them. `npm run db:generate` turns this file into the
 // table migration in drizzle/; triggers and functions are in the hand-written migration.
 import { sql } from 'drizzle-orm';
+import { DEFAULTS, MAX_ATTEMPTS_LIMIT } from './defaults.ts';
 import {
   bigint,
   check,
@@ -49,13 +50,13 @@ export const jobs = herald.table(
   'jobs',
   {
     id: bigint('id', { mode: 'bigint' }).primaryKey().generatedAlwaysAsIdentity(),
-    queue: text('queue').notNull().default('default'),
+    queue: text('queue').notNull().default(DEFAULTS.queue),
     kind: text('kind').notNull(),
     payload: jsonb('payload').notNull().default({}),
-    priority: smallint('priority').notNull().default(0),
+    priority: smallint('priority').notNull().default(DEFAULTS.priority),
     status: jobStatus('status').notNull().default('queued'),
     attempt: integer('attempt').notNull().default(0),
-    maxAttempts: integer('max_attempts').notNull().default(5),
+    maxAttempts: integer('max_attempts').notNull().default(DEFAULTS.maxAttempts),
     availableAt: tstz('available_at').notNull().defaultNow(),
     createdAt: tstz('created_at').notNull().defaultNow(),
     startedAt: tstz('started_at'),
@@ -88,7 +89,7 @@ export const jobs = herald.table(
     ),
     check('jobs_queue_name', sql`${t.queue} ~ ${sql.raw(NAME_PATTERN)}`),
     check('jobs_kind_name', sql`${t.kind} ~ ${sql.raw(NAME_PATTERN)}`),
-    check('jobs_max_attempts_range', sql`${t.maxAttempts} BETWEEN 1 AND 1000`),
+    check('jobs_max_attempts_range', sql`${t.maxAttempts} BETWEEN 1 AND ${sql.raw(String(MAX_ATTEMPTS_LIMIT))}`),
     check('jobs_attempt_range', sql`${t.attempt} BETWEEN 0 AND ${t.maxAttempts}`),
     check('jobs_requires_count', sql`cardinality(${t.requires}) <= 32`),
     check('jobs_idempotency_key_length', sql`length(${t.idempotencyKey}) BETWEEN 1 AND 255`),

@@ -1,3 +1,4 @@
+import type { EventRow, FeedAfter } from './rows.ts';
 import { statement } from './statement.ts';
 
 // The gap-free event feed (DESIGN.md point 2). Event ids are not commit-ordered, so the feed
@@ -6,7 +7,7 @@ import { statement } from './statement.ts';
 // cursor is that pair; resuming after it yields exactly what came later.
 const EVENT_COLUMNS = `e.id, e.job_id, e.tx::text AS tx, e.at, e.queue, e.kind, e.type, e.status, e.attempt, e.worker, e.data`;
 
-export const readFeed = statement(
+export const readFeed = statement<[...FeedAfter, limit: number], EventRow>(
   'feed',
   `
 SELECT ${EVENT_COLUMNS}
@@ -18,7 +19,7 @@ LIMIT $3`,
 );
 
 /** The same feed restricted to one job or one queue, for replays that are filtered. */
-export const readFeedFiltered = statement(
+export const readFeedFiltered = statement<[...FeedAfter, limit: number, jobId: string | null, queue: string | null], EventRow>(
   'feed_filtered',
   `
 SELECT ${EVENT_COLUMNS}
@@ -32,7 +33,7 @@ LIMIT $3`,
 );
 
 /** The newest position below the horizon: a live-only stream starts here. */
-export const feedHead = statement(
+export const feedHead = statement<[], { tx: string; id: string }>(
   'feed_head',
   `
 SELECT e.tx::text AS tx, e.id
@@ -43,7 +44,7 @@ LIMIT 1`,
 );
 
 /** A job's own events, oldest first. */
-export const jobEvents = statement(
+export const jobEvents = statement<[jobId: string], EventRow>(
   'job_events',
   `SELECT ${EVENT_COLUMNS} FROM herald.job_events e WHERE e.job_id = $1 ORDER BY e.tx, e.id`,
 );
