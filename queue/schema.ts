@@ -43,7 +43,8 @@ const xid8 = customType<{ data: string }>({ dataType: () => 'xid8' });
 
 const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 
-// Names are 1-128 of [A-Za-z0-9_.:-] (CONTRACT.md); the database enforces it too.
+// Names are 1-128 of [A-Za-z0-9_.:-] (safe in URLs, NOTIFY payloads and logs); the database enforces it
+// as well as the HTTP schema, so no writer can store another.
 const NAME_PATTERN = `'^[A-Za-z0-9_.:-]{1,128}$'`;
 
 export const jobs = herald.table(
@@ -64,7 +65,8 @@ export const jobs = herald.table(
     lockedBy: text('locked_by'),
     leaseExpiresAt: tstz('lease_expires_at'),
     // Key of the session advisory lock the owner holds while alive; the reaper requeues
-    // a running job at once when that lock is gone (DESIGN.md point 4). Null: lease only.
+    // a running job at once when that lock is gone (Postgres drops it when the owner's process
+    // dies), instead of waiting out the lease. Null: lease only.
     ownerLock: integer('owner_lock'),
     requires: text('requires').array().notNull().default(sql`'{}'::text[]`),
     idempotencyKey: text('idempotency_key'),
@@ -74,7 +76,8 @@ export const jobs = herald.table(
     cancelRequestedAt: tstz('cancel_requested_at'),
   },
   (t) => [
-    // Row shape of each status (seed 002): the database refuses a malformed row.
+    // Row shape of each status: the database refuses a malformed row (a running job without an
+    // owner or lease, a finished one still locked), whichever code path wrote it.
     check(
       'jobs_queued_shape',
       sql`${t.status} <> 'queued' OR (${t.lockedBy} IS NULL AND ${t.leaseExpiresAt} IS NULL AND ${t.ownerLock} IS NULL AND ${t.finishedAt} IS NULL)`,

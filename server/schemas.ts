@@ -1,5 +1,6 @@
 // The JSON Schemas of every route: Fastify validates requests and serialises replies with
-// them, and @fastify/swagger turns them into /api/openapi.json. Limits follow CONTRACT.md.
+// them, and @fastify/swagger turns them into /api/openapi.json. Field limits match the database's
+// checks (queue/schema.ts), so a request the schema accepts is one the table stores.
 import { EVENT_TYPES, JOB_STATUSES } from '../queue/schema.ts';
 import { DEFAULTS, MAX_ATTEMPTS_LIMIT } from '../queue/defaults.ts';
 

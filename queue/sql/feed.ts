@@ -1,7 +1,8 @@
 import type { EventRow, FeedAfter } from './rows.ts';
 import { statement } from './statement.ts';
 
-// The gap-free event feed (DESIGN.md point 2). Event ids are not commit-ordered, so the feed
+// The gap-free event feed. Event ids are not commit-ordered (event 101 can commit before 100, and
+// a reader following `id > last` would skip 100 for ever), so the feed
 // reads only rows written by transactions below the horizon, xmin of a fresh snapshot: every
 // transaction under it has ended, so that set never grows again. Ordered by (tx, id), the
 // cursor is that pair; resuming after it yields exactly what came later.
