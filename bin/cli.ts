@@ -54,7 +54,7 @@ async function boot(config: HeraldConfig, log: Logger): Promise<Database> {
 
 async function main() {
   const config = loadConfig();
-  const log = createLogger(config.logLevel, { stderr: process.argv[2] === 'enqueue' });
+  const log = createLogger(config.logLevel, { stderr: process.argv[2] === 'enqueue', format: config.logFormat });
   const program = new Command('herald').description('Herald: a PostgreSQL job queue').showHelpAfterError();
 
   program

@@ -1,5 +1,6 @@
 // Every setting Herald reads from the environment, in one place; the defaults are in defaults.ts.
 import { DEFAULTS } from './defaults.ts';
+import { LOG_FORMATS, type LogFormatSetting } from './log.ts';
 
 function int(name: string, fallback: number, min = 0): number {
   const raw = process.env[name];
@@ -7,6 +8,13 @@ function int(name: string, fallback: number, min = 0): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
   return n;
+}
+
+function oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+  return raw as T;
 }
 
 function list(name: string): string[] | undefined {
@@ -23,6 +31,7 @@ export interface HeraldConfig {
   port: number;
   tokens?: string;
   logLevel: string;
+  logFormat: LogFormatSetting;
   concurrency: number;
   queues?: string[];
   leaseMs: number;
@@ -42,6 +51,7 @@ export function loadConfig(): HeraldConfig {
     port: int('PORT', DEFAULTS.port),
     tokens: process.env.HERALD_TOKENS || undefined,
     logLevel: process.env.HERALD_LOG_LEVEL || DEFAULTS.logLevel,
+    logFormat: oneOf('HERALD_LOG_FORMAT', LOG_FORMATS, DEFAULTS.logFormat),
     concurrency: int('HERALD_CONCURRENCY', DEFAULTS.concurrency, 1),
     queues: list('HERALD_QUEUES'),
     leaseMs: int('HERALD_LEASE_MS', DEFAULTS.leaseMs, 100),

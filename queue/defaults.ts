@@ -25,6 +25,8 @@ export const DEFAULTS = {
   port: 3000,
   dataDir: '.herald',
   logLevel: 'info',
+  /** HERALD_LOG_FORMAT: 'auto' = pretty when the log goes to a terminal, JSON lines otherwise. */
+  logFormat: 'auto',
 } as const;
 
 /** The most attempts a job may have (a database check; retry never goes past it). */
