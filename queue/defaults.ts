@@ -19,6 +19,8 @@ export const DEFAULTS = {
   retentionMs: 7 * 24 * HOUR_MS,
   /** On stop, how long running jobs may take to finish before they are handed back. */
   shutdownGraceMs: 30_000,
+  /** Jobs per page of a listing (GET /api/jobs, Queue.list). */
+  listLimit: 50,
   /** Concurrent jobs per worker process. */
   concurrency: 10,
   host: '127.0.0.1',

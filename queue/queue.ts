@@ -382,7 +382,7 @@ export class Queue {
   }
 
   async list(f: { queue?: string; status?: JobStatus; kind?: string; before?: string; limit?: number } = {}): Promise<{ jobs: Job[]; next: string | null }> {
-    const limit = f.limit ?? 50;
+    const limit = f.limit ?? DEFAULTS.listLimit;
     const { rows } = await this.run(listJobs, [f.queue ?? null, f.status ?? null, f.kind ?? null, f.before ?? null, limit + 1]);
     const jobs = rows.slice(0, limit).map(toJob);
     return { jobs, next: rows.length > limit ? jobs[jobs.length - 1].id : null };

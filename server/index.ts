@@ -47,7 +47,7 @@ export interface HeraldServer {
 export async function createServer(opts: ServerOptions): Promise<HeraldServer> {
   const logger = opts.logger ?? pino({ level: 'silent' });
   const tokens = parseTokens(opts.tokens);
-  const pool = createPool(opts.databaseUrl, { max: opts.poolSize ?? 10, logger, applicationName: 'herald:server' });
+  const pool = createPool(opts.databaseUrl, { max: opts.poolSize, logger, applicationName: 'herald:server' });
   const queue = new Queue(pool);
   let hub: EventHub;
   try {

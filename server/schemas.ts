@@ -145,7 +145,7 @@ export const listQuery = {
     queue: name('only this queue'),
     status: { type: 'string', enum: JOB_STATUSES },
     kind: name('only this kind'),
-    limit: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
+    limit: { type: 'integer', minimum: 1, maximum: 500, default: DEFAULTS.listLimit },
     before: { ...jobId, description: 'page: jobs with a smaller id (the `next` of the previous page)' },
   },
 } as const;
