@@ -38,3 +38,10 @@ export const MAX_ATTEMPTS_LIMIT = 1000;
 export const MAX_TAGS = 16;
 /** Longest attempt a job may ask for (timeoutMs): one day. */
 export const MAX_TIMEOUT_MS = 86_400_000;
+
+/** Bounds of the queue settings (PATCH /api/queues/:queue); the table's checks say the same. */
+export const QUEUE_LIMITS = {
+  concurrency: { min: 1, max: 10_000 },
+  rateCount: { min: 1, max: 100_000 },
+  ratePeriodMs: { min: 100, max: 86_400_000 },
+} as const;

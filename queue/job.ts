@@ -82,7 +82,9 @@ export function toJob(r: JobRow): Job {
     tags: r.tags ?? [],
     timeoutMs: r.timeout_ms ?? null,
     expireAt: iso(r.expire_at),
-    waitingFor: r.waiting_for ?? (r.status === 'queued' && r.available_at > new Date() ? 'scheduled' : null),
+    // Statements that return jobs to the API compute it (sql/waiting.ts); a worker's rows
+    // (claimed, so running) have none.
+    waitingFor: r.waiting_for ?? null,
   };
 }
 

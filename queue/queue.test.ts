@@ -36,7 +36,7 @@ describe('enqueue', () => {
 
   it('stores group, tags, timeoutMs and expireAt; the database refuses bad ones whatever writes them', async () => {
     const { job } = await q.enqueue({ kind: 'k', group: 'g-1', tags: ['a', 'b.c'], timeoutMs: 250, expireAt: new Date('2030-01-01T00:00:00Z') });
-    expect(job).toMatchObject({ group: 'g-1', tags: ['a', 'b.c'], timeoutMs: 250, expireAt: '2030-01-01T00:00:00.000Z', waitingFor: null });
+    expect(job).toMatchObject({ group: 'g-1', tags: ['a', 'b.c'], timeoutMs: 250, expireAt: '2030-01-01T00:00:00.000Z', waitingFor: 'no_worker' });
     const later = await q.enqueue({ kind: 'k', runAt: new Date(Date.now() + 3_600_000) });
     expect(later.job.waitingFor).toBe('scheduled');
     await expect(q.enqueue({ kind: 'k', group: 'no spaces' })).rejects.toThrow(/^group must be 1-128/);
@@ -476,7 +476,7 @@ describe('reads and retention', () => {
     expect(p2.next).toBeNull();
     const ids = [...p1.jobs, ...p2.jobs].map((j) => Number(j.id));
     expect(ids).toEqual([...ids].sort((a, b) => b - a));
-    expect(await q.counts()).toEqual([{ queue: 'l', queued: 7, scheduled: 1, running: 0, succeeded: 0, failed: 0, cancelled: 0 }]);
+    expect(await q.counts()).toEqual([{ queue: 'l', queued: 7, scheduled: 1, running: 0, succeeded: 0, failed: 0, cancelled: 0, paused: false, concurrency: null, groupConcurrency: null, rateLimit: null }]);
   });
 
   it('cleanup deletes old finished jobs and their events in batches, and nothing else', async () => {

@@ -16,7 +16,11 @@ import { reapJobs } from './sql/reap.ts';
 import { deleteFinishedJobs } from './sql/cleanup.ts';
 import { feedHead, jobEvents, readFeed, readFeedFiltered } from './sql/feed.ts';
 import { feedHeldBack } from './sql/feed-backlog.ts';
-import { getJob, listJobs, queueCounts, runningByWorker, tableStats } from './sql/reads.ts';
+import { getJob, listJobs, queueCounts, tableStats } from './sql/reads.ts';
+import { claimLimited, lockQueueSettings, rateFreeAt } from './sql/claim-limited.ts';
+import { heldQueueSettings, patchQueueSettings, pruneQueueStarts, type QueueSettingsRow } from './sql/settings.ts';
+import { expireJobs } from './sql/expire.ts';
+import { listWorkers, pruneDeadWorkers, registerWorker, touchWorker, unregisterWorker } from './sql/workers.ts';
 
 export interface EnqueueInput {
   kind: string;
@@ -83,6 +87,65 @@ export interface QueueCount {
   succeeded: number;
   failed: number;
   cancelled: number;
+}
+
+export interface RateLimit {
+  count: number;
+  periodMs: number;
+}
+
+/** A queue's settings (PATCH /api/queues/:queue). Null: no such limit. */
+export interface QueueSettings {
+  paused: boolean;
+  concurrency: number | null;
+  groupConcurrency: number | null;
+  rateLimit: RateLimit | null;
+}
+
+/** A queue's entry in GET /api/queues: its counts and its settings. */
+export type QueueInfo = QueueCount & QueueSettings;
+
+/** A PATCH: an absent key keeps the setting, null clears a limit. */
+export type QueueSettingsPatch = Partial<QueueSettings>;
+
+/** What a worker tells the registry about itself. */
+export interface WorkerRegistration {
+  id: string;
+  host: string;
+  pid: number;
+  /** Null: every queue. */
+  queues: string[] | null;
+  kinds: string[];
+  capabilities: string[];
+  concurrency: number;
+  lockKey: number | null;
+}
+
+/** A worker in GET /api/workers. Registry fields are null for a holder of jobs that never registered. */
+export interface WorkerInfo {
+  worker: string;
+  host: string | null;
+  pid: number | null;
+  queues: string[] | null;
+  kinds: string[] | null;
+  capabilities: string[] | null;
+  concurrency: number | null;
+  running: number;
+  startedAt: string | null;
+  lastSeenAt: string | null;
+  /** When its oldest running job started; null when idle. */
+  since: string | null;
+  jobs: string[];
+}
+
+function toSettings(r: QueueSettingsRow): QueueSettings & { queue: string } {
+  return {
+    queue: r.queue,
+    paused: r.paused ?? false,
+    concurrency: r.concurrency ?? null,
+    groupConcurrency: r.group_concurrency ?? null,
+    rateLimit: r.rate_count === null || r.rate_period_ms === null ? null : { count: r.rate_count, periodMs: r.rate_period_ms },
+  };
 }
 
 const MAX_MESSAGE = 4_000;
@@ -286,6 +349,30 @@ export class Queue {
     return rows.map(toJob).sort((a, b) => b.priority - a.priority || Number(BigInt(a.id) - BigInt(b.id)));
   }
 
+  /**
+   * The claim of one queue that has settings: in a transaction that first locks the queue's
+   * settings row, so claims of this queue take turns and each sees the slots the last one took
+   * (sql/claim-limited.ts). `retryAt`: when a full rate window next lets a job start.
+   */
+  async claimLimited(queue: string, req: Omit<ClaimRequest, 'queues'>): Promise<{ jobs: Job[]; retryAt: Date | null }> {
+    return inTransaction(this.pool, async (c) => {
+      const locked = await this.run(lockQueueSettings, [queue], c);
+      if (locked.rows.length === 0) return { jobs: [], retryAt: null };
+      const { rows } = await this.run(
+        claimLimited,
+        [queue, req.capabilities ?? [], req.limit, req.worker, req.ownerLock ?? null, req.leaseMs ?? this.leaseMs, req.kinds ?? null],
+        c,
+      );
+      let retryAt: Date | null = null;
+      if (rows.length < req.limit) {
+        const free = await this.run(rateFreeAt, [queue], c);
+        if (free.rows[0]?.at_ms != null) retryAt = new Date(free.rows[0].at_ms);
+      }
+      const jobs = rows.map(toJob).sort((a, b) => b.priority - a.priority || Number(BigInt(a.id) - BigInt(b.id)));
+      return { jobs, retryAt };
+    });
+  }
+
   /** When the next scheduled job for these queues becomes runnable, or null. */
   async nextRunAt(queues?: string[], capabilities: string[] = [], kinds?: string[]): Promise<Date | null> {
     const { rows } = await this.run(nextRunAt, [queues?.length ? queues : null, capabilities, kinds ?? null]);
@@ -372,6 +459,54 @@ export class Queue {
     return { requeued: count('queued'), failed: count('failed'), cancelled: count('cancelled') };
   }
 
+  /** Cancels queued jobs whose expireAt has passed (event 'expired'). Returns how many. */
+  async expire(limit = 1000): Promise<number> {
+    return (await this.run(expireJobs, [limit])).rowCount;
+  }
+
+  /** Drops rate-window records no window counts any more. */
+  async pruneQueueStarts(): Promise<number> {
+    return (await this.run(pruneQueueStarts, [])).rowCount;
+  }
+
+  // ---- queue settings ---------------------------------------------------------------------
+
+  /** Changes a queue's settings (creating its row if needed) and returns its entry. */
+  async patchQueue(queue: string, patch: QueueSettingsPatch): Promise<QueueInfo> {
+    try {
+      await this.run(patchQueueSettings, [queue, JSON.stringify(patch)]);
+    } catch (err) {
+      throw fromPgError(err);
+    }
+    const [info] = await this.counts(queue);
+    return info;
+  }
+
+  /** The settings of every queue that is paused or limited (the plain claim leaves those alone). */
+  async heldQueues(): Promise<(QueueSettings & { queue: string })[]> {
+    return (await this.run(heldQueueSettings, [])).rows.map(toSettings);
+  }
+
+  // ---- the worker registry ------------------------------------------------------------------
+
+  async registerWorker(w: WorkerRegistration): Promise<void> {
+    await this.run(registerWorker, [w.id, w.host, w.pid, w.queues, w.kinds, w.capabilities, w.concurrency, w.lockKey]);
+  }
+
+  /** Refreshes last_seen_at; false when the row is gone (register again). */
+  async touchWorker(id: string, lockKey: number | null): Promise<boolean> {
+    return (await this.run(touchWorker, [id, lockKey])).rows.length === 1;
+  }
+
+  async unregisterWorker(id: string): Promise<void> {
+    await this.run(unregisterWorker, [id]);
+  }
+
+  /** Deletes registry rows of workers that died; returns their ids. */
+  async pruneWorkers(): Promise<string[]> {
+    return (await this.run(pruneDeadWorkers, [])).rows.map((r) => r.id);
+  }
+
   /** Deletes finished jobs older than `olderThanMs`, with their events, in batches. Returns the count. */
   async cleanup(olderThanMs: number, batchSize = 1000): Promise<number> {
     let total = 0;
@@ -402,8 +537,14 @@ export class Queue {
     return { jobs, next: rows.length > limit ? jobs[jobs.length - 1].id : null };
   }
 
-  async counts(): Promise<QueueCount[]> {
-    return (await this.run(queueCounts, [])).rows;
+  /** Every queue with jobs or settings (or just `queue`), with counts and settings. */
+  async counts(queue?: string): Promise<QueueInfo[]> {
+    const { rows } = await this.run(queueCounts, [queue ?? null]);
+    return rows.map((r) => ({
+      queued: r.queued, scheduled: r.scheduled, running: r.running,
+      succeeded: r.succeeded, failed: r.failed, cancelled: r.cancelled,
+      ...toSettings(r),
+    }));
   }
 
   async events(jobId: string): Promise<JobEvent[]> {
@@ -434,9 +575,15 @@ export class Queue {
     return rows[0] ? { tx: rows[0].tx, id: rows[0].id } : START;
   }
 
-  async workers(): Promise<{ worker: string; running: number; since: string; jobs: string[] }[]> {
-    const { rows } = await this.run(runningByWorker, []);
-    return rows.map((r) => ({ ...r, since: r.since.toISOString() }));
+  /** Live registered workers (idle ones too) and any unregistered holder of running jobs. */
+  async workers(): Promise<WorkerInfo[]> {
+    const { rows } = await this.run(listWorkers, []);
+    const iso = (d: Date | null) => d?.toISOString() ?? null;
+    return rows.map((r) => ({
+      worker: r.worker, host: r.host, pid: r.pid, queues: r.queues, kinds: r.kinds, capabilities: r.capabilities,
+      concurrency: r.concurrency, running: r.running, startedAt: iso(r.started_at), lastSeenAt: iso(r.last_seen_at),
+      since: iso(r.since), jobs: r.jobs,
+    }));
   }
 
   async tableStats(): Promise<{ name: string; liveTuples: number; deadTuples: number; lastAutovacuum: string | null; lastVacuum: string | null }[]> {

@@ -1,9 +1,10 @@
 // The two tables, as drizzle sees them. `npm run db:generate` turns this file into the
 // table migration in drizzle/; triggers and functions are in the hand-written migration.
 import { sql } from 'drizzle-orm';
-import { DEFAULTS, MAX_ATTEMPTS_LIMIT, MAX_TAGS, MAX_TIMEOUT_MS } from './defaults.ts';
+import { DEFAULTS, MAX_ATTEMPTS_LIMIT, MAX_TAGS, MAX_TIMEOUT_MS, QUEUE_LIMITS } from './defaults.ts';
 import {
   bigint,
+  boolean,
   check,
   customType,
   index,
@@ -127,6 +128,8 @@ export const jobs = herald.table(
     index('jobs_finished').on(t.finishedAt).where(sql`${t.status} IN ('succeeded', 'failed', 'cancelled')`),
     // Listing newest first, by queue.
     index('jobs_queue_id').on(t.queue, t.id.desc()),
+    // Running jobs by queue and group: what the limits of a queue count.
+    index('jobs_running_queue').on(t.queue, t.group).where(sql`${t.status} = 'running'`),
     // The expiry pass: only jobs that have an expireAt, while they wait.
     index('jobs_expiry').on(t.expireAt).where(sql`${t.status} = 'queued' AND ${t.expireAt} IS NOT NULL`),
     uniqueIndex('jobs_idempotency_key').on(t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),
@@ -154,5 +157,93 @@ export const jobEvents = herald.table(
     // The gap-free feed reads in (tx, id) order below the transaction horizon.
     index('job_events_tx_id').on(t.tx, t.id),
     index('job_events_job_id').on(t.jobId, t.id),
+  ],
+);
+
+// ---- queue control ---------------------------------------------------------------------------
+
+// One row per queue that has settings; a queue without a row runs free. A claim of a queue
+// with a limit locks its row FOR UPDATE, so such claims take turns (see queue/sql/claim-limited.ts).
+export const queues = herald.table(
+  'queues',
+  {
+    queue: text('queue').primaryKey(),
+    paused: boolean('paused').notNull().default(false),
+    concurrency: integer('concurrency'),
+    groupConcurrency: integer('group_concurrency'),
+    rateCount: integer('rate_count'),
+    ratePeriodMs: integer('rate_period_ms'),
+    updatedAt: tstz('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    check('queues_queue_name', sql`${t.queue} ~ ${sql.raw(NAME_PATTERN)}`),
+    check('queues_concurrency_range', sql`${t.concurrency} BETWEEN ${sql.raw(String(QUEUE_LIMITS.concurrency.min))} AND ${sql.raw(String(QUEUE_LIMITS.concurrency.max))}`),
+    check('queues_group_concurrency_range', sql`${t.groupConcurrency} BETWEEN ${sql.raw(String(QUEUE_LIMITS.concurrency.min))} AND ${sql.raw(String(QUEUE_LIMITS.concurrency.max))}`),
+    check('queues_rate_count_range', sql`${t.rateCount} BETWEEN ${sql.raw(String(QUEUE_LIMITS.rateCount.min))} AND ${sql.raw(String(QUEUE_LIMITS.rateCount.max))}`),
+    check('queues_rate_period_range', sql`${t.ratePeriodMs} BETWEEN ${sql.raw(String(QUEUE_LIMITS.ratePeriodMs.min))} AND ${sql.raw(String(QUEUE_LIMITS.ratePeriodMs.max))}`),
+    check('queues_rate_both', sql`(${t.rateCount} IS NULL) = (${t.ratePeriodMs} IS NULL)`),
+  ],
+);
+
+// The queues the plain claim must leave alone (paused, or with a limit), kept in ONE row by a
+// trigger on herald.queues. The plain claim reads it FOR SHARE: a locked read returns the
+// newest committed version, and a settings change must wait for claims in flight, so no claim
+// can act on settings older than the last PATCH that returned.
+export const queueGate = herald.table(
+  'queue_gate',
+  {
+    id: smallint('id').primaryKey().default(1),
+    held: text('held').array().notNull().default(sql`'{}'::text[]`),
+  },
+  (t) => [check('queue_gate_one_row', sql`${t.id} = 1`)],
+);
+
+// Starts of rate-limited queues: the sliding window a claim counts. Written only by claims of
+// rate-limited queues; pruned by the workers' maintenance.
+export const queueStarts = herald.table(
+  'queue_starts',
+  {
+    queue: text('queue').notNull(),
+    at: tstz('at').notNull(),
+  },
+  (t) => [index('queue_starts_queue_at').on(t.queue, t.at)],
+);
+
+// Every live worker process, idle ones too: it registers at start, refreshes last_seen_at,
+// and deletes its row on shutdown. A crashed one is recognised by its vanished liveness lock
+// (lock_key) or a stale last_seen_at, and its row is removed by the maintenance pass.
+export const workers = herald.table('workers', {
+  id: text('id').primaryKey(),
+  host: text('host').notNull(),
+  pid: integer('pid').notNull(),
+  // Null: every queue.
+  queues: text('queues').array(),
+  kinds: text('kinds').array().notNull(),
+  capabilities: text('capabilities').array().notNull(),
+  concurrency: integer('concurrency').notNull(),
+  lockKey: integer('lock_key'),
+  startedAt: tstz('started_at').notNull().defaultNow(),
+  lastSeenAt: tstz('last_seen_at').notNull().defaultNow(),
+});
+
+// Recurring jobs. next_run_at is the next tick to make a job for; the scheduler advances it in
+// the same transaction that enqueues the tick's job (idempotency key schedule:NAME:TICK_ISO).
+export const schedules = herald.table(
+  'schedules',
+  {
+    name: text('name').primaryKey(),
+    cron: text('cron').notNull(),
+    timezone: text('timezone').notNull().default('UTC'),
+    job: jsonb('job').notNull(),
+    paused: boolean('paused').notNull().default(false),
+    nextRunAt: tstz('next_run_at'),
+    lastRunAt: tstz('last_run_at'),
+    lastJobId: bigint('last_job_id', { mode: 'bigint' }),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+    updatedAt: tstz('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    check('schedules_name', sql`${t.name} ~ ${sql.raw(NAME_PATTERN)}`),
+    index('schedules_due').on(t.nextRunAt).where(sql`NOT ${t.paused}`),
   ],
 );

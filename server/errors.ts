@@ -4,7 +4,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { HeraldError } from '../queue/errors.ts';
-import { MAX_ATTEMPTS_LIMIT, MAX_TAGS, MAX_TIMEOUT_MS } from '../queue/defaults.ts';
+import { MAX_ATTEMPTS_LIMIT, MAX_TAGS, MAX_TIMEOUT_MS, QUEUE_LIMITS } from '../queue/defaults.ts';
 import { NAME_RULE } from './schemas.ts';
 
 export const errorBody = (statusCode: number, message: string) => ({
@@ -40,6 +40,12 @@ const RULES: Record<string, string> = {
   before: 'must be a job id (digits)',
   id: 'must be a job id (digits)',
   job: 'must be a job id (digits)',
+  concurrency: `must be an integer from ${QUEUE_LIMITS.concurrency.min} to ${QUEUE_LIMITS.concurrency.max}, or null to clear it`,
+  groupConcurrency: `must be an integer from ${QUEUE_LIMITS.concurrency.min} to ${QUEUE_LIMITS.concurrency.max}, or null to clear it`,
+  rateLimit: `must be {count: ${QUEUE_LIMITS.rateCount.min}-${QUEUE_LIMITS.rateCount.max}, periodMs: ${QUEUE_LIMITS.ratePeriodMs.min}-${QUEUE_LIMITS.ratePeriodMs.max}}, or null to clear it`,
+  count: `must be an integer from ${QUEUE_LIMITS.rateCount.min} to ${QUEUE_LIMITS.rateCount.max}`,
+  periodMs: `must be an integer number of milliseconds from ${QUEUE_LIMITS.ratePeriodMs.min} to ${QUEUE_LIMITS.ratePeriodMs.max}`,
+  paused: 'must be true or false',
   wait: 'must be a whole number of milliseconds from 0 to 60000',
   status: 'must be one of queued, running, succeeded, failed, cancelled',
   lastEventId: 'must be a cursor this server sent (the `id:` of an event), or 0',
@@ -89,6 +95,9 @@ export function validationMessage(errors: AjvError[], context: string | undefine
       const where = path ? `${path}.${extra}` : extra;
       return `${part} ${part === 'query' ? 'parameter' : 'field'} "${where}" is not allowed${suffix}`;
     }
+    case 'minProperties':
+      if (!path) return `the ${part} must set at least one field`;
+      break;
     case 'type':
       if (!path) return `the ${part} must be ${part === 'body' ? 'a JSON object' : String(e.params.type)}`;
   }

@@ -2,7 +2,7 @@
 // them, and @fastify/swagger turns them into /api/openapi.json. Field limits match the database's
 // checks (queue/schema.ts), so a request the schema accepts is one the table stores.
 import { EVENT_TYPES, JOB_STATUSES } from '../queue/schema.ts';
-import { DEFAULTS, MAX_ATTEMPTS_LIMIT, MAX_TAGS, MAX_TIMEOUT_MS } from '../queue/defaults.ts';
+import { DEFAULTS, MAX_ATTEMPTS_LIMIT, MAX_TAGS, MAX_TIMEOUT_MS, QUEUE_LIMITS } from '../queue/defaults.ts';
 import { WAITING_REASONS } from '../queue/job.ts';
 
 export const NAME_RULE = '1-128 characters of [A-Za-z0-9_.:-]';
@@ -114,8 +114,6 @@ export const error = {
   },
 } as const;
 
-/** Shared schemas, registered once with app.addSchema. */
-export const sharedSchemas = [job, jobEvent, error];
 
 const ref = (id: string) => ({ $ref: `${id}#` });
 export const jobRef = ref('Job');
@@ -180,23 +178,62 @@ export const eventsQuery = {
   },
 } as const;
 
-export const queueCounts = {
+const rateLimit = {
   type: 'object',
+  required: ['count', 'periodMs'],
+  additionalProperties: false,
   properties: {
-    queues: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: Object.fromEntries(
-          ['queue', 'queued', 'scheduled', 'running', 'succeeded', 'failed', 'cancelled'].map((k) => [
-            k,
-            { type: k === 'queue' ? 'string' : 'integer' },
-          ]),
-        ),
-      },
-    },
+    count: { type: 'integer', minimum: QUEUE_LIMITS.rateCount.min, maximum: QUEUE_LIMITS.rateCount.max, description: 'most jobs started per window' },
+    periodMs: { type: 'integer', minimum: QUEUE_LIMITS.ratePeriodMs.min, maximum: QUEUE_LIMITS.ratePeriodMs.max, description: 'the window, in ms' },
   },
 } as const;
+
+const concurrencyLimit = (description: string) => ({
+  type: ['integer', 'null'],
+  minimum: QUEUE_LIMITS.concurrency.min,
+  maximum: QUEUE_LIMITS.concurrency.max,
+  description,
+});
+
+/** PATCH /api/queues/:queue: any of the settings; null clears a limit. */
+export const queuePatch = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: {
+    paused: { type: 'boolean', description: 'no job of the queue starts while paused; running ones finish' },
+    concurrency: concurrencyLimit('most jobs of the queue running at once, across all workers'),
+    groupConcurrency: concurrencyLimit('most jobs of one group running at once in the queue'),
+    rateLimit: { anyOf: [rateLimit, { type: 'null' }], description: 'most jobs started in any window of periodMs' },
+  },
+} as const;
+
+export const queueParams = {
+  type: 'object',
+  required: ['queue'],
+  properties: { queue: name('the queue') },
+} as const;
+
+export const queueInfo = {
+  $id: 'QueueInfo',
+  title: 'QueueInfo',
+  type: 'object',
+  properties: {
+    queue: { type: 'string' },
+    ...Object.fromEntries(['queued', 'scheduled', 'running', 'succeeded', 'failed', 'cancelled'].map((k) => [k, { type: 'integer' }])),
+    paused: { type: 'boolean' },
+    concurrency: nullable('integer'),
+    groupConcurrency: nullable('integer'),
+    rateLimit: nullable('object', { properties: { count: { type: 'integer' }, periodMs: { type: 'integer' } } }),
+  },
+} as const;
+
+export const queueCounts = {
+  type: 'object',
+  properties: { queues: { type: 'array', items: { $ref: 'QueueInfo#' } } },
+} as const;
+
+const strings = { type: 'array', items: { type: 'string' } };
 
 export const workers = {
   type: 'object',
@@ -206,10 +243,18 @@ export const workers = {
       items: {
         type: 'object',
         properties: {
-          worker: { type: 'string' },
+          worker: { type: 'string', description: 'host:pid:random, as in lockedBy' },
+          host: nullable('string'),
+          pid: nullable('integer'),
+          queues: { type: ['array', 'null'], items: { type: 'string' }, description: 'null: every queue' },
+          kinds: { type: ['array', 'null'], items: { type: 'string' } },
+          capabilities: { type: ['array', 'null'], items: { type: 'string' } },
+          concurrency: nullable('integer'),
           running: { type: 'integer' },
-          since: dateTime,
-          jobs: { type: 'array', items: { type: 'string' } },
+          startedAt: nullable('string', { format: 'date-time' }),
+          lastSeenAt: nullable('string', { format: 'date-time' }),
+          since: nullable('string', { format: 'date-time' }),
+          jobs: strings,
         },
       },
     },
@@ -238,3 +283,6 @@ export const health = {
     },
   },
 } as const;
+
+/** Shared schemas, registered once with app.addSchema. */
+export const sharedSchemas = [job, jobEvent, error, queueInfo];

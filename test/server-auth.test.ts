@@ -15,7 +15,7 @@ afterAll(() => s.close());
 
 type Role = 'viewer' | 'producer' | 'admin';
 const RANK = { viewer: 1, producer: 2, admin: 3 };
-const routes: { method: 'GET' | 'POST'; url: () => string; role: Role; body?: object }[] = [
+const routes: { method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'; url: () => string; role: Role; body?: object }[] = [
   { method: 'POST', url: () => '/api/jobs', role: 'producer', body: { kind: 'k' } },
   { method: 'POST', url: () => '/api/jobs/batch', role: 'producer', body: { jobs: [{ kind: 'k' }] } },
   { method: 'GET', url: () => '/api/jobs', role: 'viewer' },
@@ -25,6 +25,7 @@ const routes: { method: 'GET' | 'POST'; url: () => string; role: Role; body?: ob
   { method: 'POST', url: () => '/api/jobs/123456/retry', role: 'admin' },
   { method: 'GET', url: () => '/api/queues', role: 'viewer' },
   { method: 'GET', url: () => '/api/workers', role: 'viewer' },
+  { method: 'PATCH', url: () => '/api/queues/q1', role: 'admin', body: { paused: true } },
   { method: 'GET', url: () => '/metrics', role: 'viewer' },
 ];
 

@@ -8,7 +8,7 @@ beforeAll(async () => {
 });
 afterAll(() => s.close());
 beforeEach(async () => {
-  await s.db.pool.query('TRUNCATE herald.jobs, herald.job_events RESTART IDENTITY');
+  await s.db.pool.query('TRUNCATE herald.jobs, herald.job_events, herald.queues, herald.workers RESTART IDENTITY');
 });
 
 const post = (url: string, payload?: unknown, headers: Record<string, string> = {}) =>
@@ -34,7 +34,7 @@ describe('POST /api/jobs', () => {
       id: '1', queue: 'default', kind: 'echo', payload: { a: [1, 'x'] }, priority: 3, status: 'queued', attempt: 0,
       maxAttempts: 2, requires: ['gpu'], idempotencyKey: null, runAt: expect.any(String), createdAt: expect.any(String),
       startedAt: null, finishedAt: null, lockedBy: null, leaseExpiresAt: null, cancelRequested: false, progress: null,
-      result: null, lastError: null, group: null, tags: [], timeoutMs: null, expireAt: null, waitingFor: null,
+      result: null, lastError: null, group: null, tags: [], timeoutMs: null, expireAt: null, waitingFor: 'no_worker',
     });
     expect(new Date(job.runAt).toISOString()).toBe(job.runAt);
   });
@@ -43,7 +43,8 @@ describe('POST /api/jobs', () => {
     const body = { kind: 'k', group: 'tenant:42', tags: ['billing', 'eu-west.1'], timeoutMs: 1500, expireAt: '2031-01-01T01:00:00+01:00' };
     const res = await post('/api/jobs', body);
     expect(res.statusCode, res.body).toBe(201);
-    const expected = { group: 'tenant:42', tags: ['billing', 'eu-west.1'], timeoutMs: 1500, expireAt: '2031-01-01T00:00:00.000Z', waitingFor: null };
+    // No worker runs in this test: waitingFor says so.
+    const expected = { group: 'tenant:42', tags: ['billing', 'eu-west.1'], timeoutMs: 1500, expireAt: '2031-01-01T00:00:00.000Z', waitingFor: 'no_worker' };
     expect(res.json()).toMatchObject(expected);
     expect((await get(`/api/jobs/${res.json().id}`)).json()).toMatchObject(expected);
     const batch = await post('/api/jobs/batch', { jobs: [{ kind: 'k' }, { kind: 'k', tags: Array(17).fill('t') }] });
@@ -56,7 +57,7 @@ describe('POST /api/jobs', () => {
     const job = (await post('/api/jobs', { kind: 'k', queue: 'mail.out:1', runAt: '2031-05-06T09:08:09+02:00' })).json();
     expect(job).toMatchObject({ queue: 'mail.out:1', runAt });
     const queues = (await get('/api/queues')).json();
-    expect(queues.queues).toEqual([{ queue: 'mail.out:1', queued: 0, scheduled: 1, running: 0, succeeded: 0, failed: 0, cancelled: 0 }]);
+    expect(queues.queues).toEqual([{ queue: 'mail.out:1', queued: 0, scheduled: 1, running: 0, succeeded: 0, failed: 0, cancelled: 0, paused: false, concurrency: null, groupConcurrency: null, rateLimit: null }]);
   });
 
   const invalid: [string, unknown, RegExp][] = [
@@ -255,15 +256,61 @@ describe('cancel and retry', () => {
   });
 });
 
+describe('PATCH /api/queues/:queue', () => {
+  const patch = (queue: string, body: unknown) => s.app.inject({ method: 'PATCH', url: `/api/queues/${queue}`, payload: body as object });
+  const settingsRows = async () => (await s.db.pool.query('SELECT count(*)::int AS n FROM herald.queues')).rows[0].n;
+
+  it('sets and clears settings of a queue that has no jobs, and GET /api/queues shows them', async () => {
+    const res = await patch('mail', { paused: true, concurrency: 5, groupConcurrency: 2, rateLimit: { count: 10, periodMs: 1000 } });
+    expect(res.statusCode, res.body).toBe(200);
+    const entry = {
+      queue: 'mail', queued: 0, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0,
+      paused: true, concurrency: 5, groupConcurrency: 2, rateLimit: { count: 10, periodMs: 1000 },
+    };
+    expect(res.json()).toEqual(entry);
+    expect((await get('/api/queues')).json().queues).toEqual([entry]);
+    const cleared = await patch('mail', { concurrency: null, rateLimit: null });
+    expect(cleared.json()).toEqual({ ...entry, concurrency: null, rateLimit: null });
+  });
+
+  const invalid: [string, unknown, RegExp][] = [
+    ['an empty body', {}, /^the body must set at least one field/],
+    ['concurrency 0', { concurrency: 0 }, /^concurrency must be an integer from 1 to 10000, or null to clear it/],
+    ['concurrency 10001', { concurrency: 10_001 }, /^concurrency must be an integer from 1 to 10000/],
+    ['concurrency text', { concurrency: 'many' }, /^concurrency must be an integer/],
+    ['groupConcurrency 1.5', { groupConcurrency: 1.5 }, /^groupConcurrency must be an integer from 1 to 10000/],
+    ['rateLimit.count 0', { rateLimit: { count: 0, periodMs: 1000 } }, /^rateLimit.count must be an integer from 1 to 100000/],
+    ['rateLimit.count 100001', { rateLimit: { count: 100_001, periodMs: 1000 } }, /^rateLimit.count must be/],
+    ['rateLimit.periodMs 99', { rateLimit: { count: 1, periodMs: 99 } }, /^rateLimit.periodMs must be an integer number of milliseconds from 100 to 86400000/],
+    ['rateLimit.periodMs over a day', { rateLimit: { count: 1, periodMs: 86_400_001 } }, /^rateLimit.periodMs must be/],
+    ['rateLimit without periodMs', { rateLimit: { count: 1 } }, /^rateLimit.periodMs is required/],
+    ['paused not a boolean', { paused: 'yes' }, /^paused must be true or false/],
+    ['an unknown field', { limit: 3 }, /^body field "limit" is not allowed/],
+  ];
+  it.each(invalid)('rejects %s with 400 and writes nothing', async (_name, body, message) => {
+    await rejected(await patch('mail', body), 400, message);
+    expect(await settingsRows()).toBe(0);
+  });
+
+  it('rejects a bad queue name with 400', async () => {
+    await rejected(await patch('a%20b', { paused: true }), 400, /^queue must be 1-128 characters/);
+    expect(await settingsRows()).toBe(0);
+  });
+});
+
 describe('operations', () => {
   it('lists queues and the workers holding jobs', async () => {
     await post('/api/jobs/batch', { jobs: [{ kind: 'a' }, { kind: 'b' }, { kind: 'c', queue: 'q2' }] });
     await s.queue.claim({ worker: 'host:1:abc', limit: 2, queues: ['default'] });
     expect((await get('/api/queues')).json().queues).toEqual([
-      { queue: 'default', queued: 0, scheduled: 0, running: 2, succeeded: 0, failed: 0, cancelled: 0 },
-      { queue: 'q2', queued: 1, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 },
+      { queue: 'default', queued: 0, scheduled: 0, running: 2, succeeded: 0, failed: 0, cancelled: 0, paused: false, concurrency: null, groupConcurrency: null, rateLimit: null },
+      { queue: 'q2', queued: 1, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, paused: false, concurrency: null, groupConcurrency: null, rateLimit: null },
     ]);
-    expect((await get('/api/workers')).json().workers).toEqual([{ worker: 'host:1:abc', running: 2, since: expect.any(String), jobs: ['1', '2'] }]);
+    // A holder of jobs that never registered (the core API used directly) is still listed.
+    expect((await get('/api/workers')).json().workers).toEqual([{
+      worker: 'host:1:abc', host: null, pid: null, queues: null, kinds: null, capabilities: null, concurrency: null,
+      running: 2, startedAt: null, lastSeenAt: null, since: expect.any(String), jobs: ['1', '2'],
+    }]);
   });
 
   it('reports health with table statistics', async () => {

@@ -17,6 +17,17 @@ export class LeaseLostError extends Error {
   }
 }
 
+/**
+ * The attempt ran past the job's timeoutMs. Named TimeoutError, like the reason of
+ * AbortSignal.timeout(), so handlers that already tell timeouts apart recognise it.
+ */
+export class JobTimeoutError extends Error {
+  override name = 'TimeoutError';
+  constructor(jobId: string, timeoutMs: number) {
+    super(`job ${jobId} timed out after ${timeoutMs} ms (timeoutMs)`);
+  }
+}
+
 /** The worker is shutting down and handed the job back to the queue. */
 export class ShutdownError extends Error {
   override name = 'ShutdownError';

@@ -1,6 +1,7 @@
 // Housekeeping every worker runs: the reaper (about every second, so a SIGKILLed worker's jobs
-// come back within ~2 s through its vanished liveness lock) and retention cleanup (about every
-// minute). The core's advisory try-lock lets only one reaper work at a time, so a fleet of
+// come back within ~2 s through its vanished liveness lock), with it the expiry pass (queued
+// jobs past their expireAt end cancelled) and the removal of dead workers' registry rows; and
+// retention cleanup and the pruning of old rate-window records (about every minute). The core's advisory try-lock lets only one reaper work at a time, so a fleet of
 // workers costs one cheap "lock busy" statement each. Jitter keeps them out of step.
 import type { Queue } from '../queue/queue.ts';
 import type { Logger } from '../queue/log.ts';
@@ -52,8 +53,19 @@ export class Maintenance {
         try {
           const r = await queue.reap();
           if (r.requeued + r.failed + r.cancelled > 0) log.info(r, 'reaped jobs of dead or stalled workers');
+          const expired = await queue.expire();
+          if (expired > 0) log.info({ expired }, 'cancelled queued jobs past their expireAt');
+          const gone = await queue.pruneWorkers();
+          if (gone.length > 0) log.info({ workers: gone }, 'removed dead workers from the registry');
         } catch (err) {
           log.warn({ err: (err as Error).message }, 'reaper failed');
+        }
+      }),
+      new Every(60_000, async () => {
+        try {
+          await queue.pruneQueueStarts();
+        } catch (err) {
+          log.warn({ err: (err as Error).message }, 'pruning rate-limit records failed');
         }
       }),
     );

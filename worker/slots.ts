@@ -9,13 +9,19 @@
 //              outcome will never be written. It is forgotten at once (no more renewals), but a
 //              handler that ignores its signal keeps its slot until it returns.
 //
+// Timeouts (job.timeoutMs): at the timeout the signal fires with a TimeoutError and the failed
+// attempt is recorded AT ONCE, whatever the handler does; the job goes on as finishing/writing
+// and a late return is ignored. The slot stays taken until the handler really returns: this
+// process is still doing that work, so claiming more would overcommit it. In the database the
+// attempt has ended, so queue limits count the job as no longer running.
+//
 // Outcomes not yet written count against claiming too (backpressure): when the database writes
 // outcomes slower than handlers produce them, the worker claims less instead of piling up
 // finished jobs whose leases it must keep renewing.
 import type { Job } from '../queue/job.ts';
 import type { Lease } from '../queue/queue.ts';
 import type { Logger } from '../queue/log.ts';
-import { JobCancelledError, UnknownKindError } from './errors.ts';
+import { JobCancelledError, JobTimeoutError, UnknownKindError } from './errors.ts';
 import type { Task, TaskContext } from './tasks.ts';
 
 /**
@@ -30,6 +36,8 @@ export interface ActiveJob {
   lease: Lease;
   controller: AbortController;
   state: 'running' | 'finishing' | 'writing' | 'abandoned';
+  /** Set when the timeout recorded the outcome: what the handler returns later is ignored. */
+  timedOut?: boolean;
 }
 
 export interface SlotsOptions {
@@ -87,6 +95,7 @@ export class Slots {
     let ok = false;
     let value: unknown;
     let final = false;
+    const timer = a.job.timeoutMs ? setTimeout(() => this.timeout(a), a.job.timeoutMs) : undefined;
     try {
       if (!task) {
         // Only reachable if a job's kind changed under us: claims ask for known kinds only.
@@ -98,9 +107,12 @@ export class Slots {
     } catch (err) {
       value = err;
     }
+    clearTimeout(timer);
     this.busy--;
     const { signal } = a.controller;
-    if (a.state === 'abandoned') {
+    if (a.timedOut) {
+      this.opts.logger.debug({ job: a.job.id, attempt: a.job.attempt }, 'handler of a timed-out job returned; its failure was recorded at the timeout');
+    } else if (a.state === 'abandoned') {
       this.opts.logger.debug({ job: a.job.id, attempt: a.job.attempt }, 'handler of an abandoned job returned; outcome discarded');
     } else if (signal.aborted) {
       // Only a cancel aborts a job we still hold. A handler that stops early on its signal may
@@ -115,6 +127,16 @@ export class Slots {
       for (const resolve of this.idleWaiters.splice(0)) resolve();
     }
     this.opts.freed();
+  }
+
+  /** The attempt ran past timeoutMs: signal the handler and record the failure now. */
+  private timeout(a: ActiveJob): void {
+    if (a.state !== 'running') return;
+    const err = new JobTimeoutError(a.job.id, a.job.timeoutMs!);
+    a.timedOut = true;
+    a.controller.abort(err);
+    this.opts.logger.warn({ job: a.job.id, attempt: a.job.attempt, timeoutMs: a.job.timeoutMs }, 'job timed out: failure recorded, handler signalled');
+    this.finish(a, () => this.opts.failed(a, err, false));
   }
 
   private finish(a: ActiveJob, record: () => void): void {

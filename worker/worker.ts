@@ -18,11 +18,14 @@ import { Queue } from '../queue/queue.ts';
 import { DEFAULTS } from '../queue/defaults.ts';
 import { ValidationError } from '../queue/errors.ts';
 import type { Logger } from '../queue/log.ts';
+import type { Job } from '../queue/job.ts';
 import { Claimer } from './claimer.ts';
 import { Completions } from './completions.ts';
 import { LeaseLostError, ShutdownError } from './errors.ts';
 import { LeaseKeeper } from './leases.ts';
+import { HeldQueues } from './held-queues.ts';
 import { Maintenance } from './maintenance.ts';
+import { Registry } from './registry.ts';
 import { Slots, type ActiveJob } from './slots.ts';
 import { loadTasks, type Task } from './tasks.ts';
 
@@ -79,6 +82,11 @@ export class Worker {
   private leases!: LeaseKeeper;
   private completions!: Completions;
   private maintenance!: Maintenance;
+  private registry!: Registry;
+  private held!: HeldQueues;
+  private heldReadAt = 0;
+  /** Which claim goes first this time: the plain one (0) or the n-th limited queue. */
+  private turn = 0;
   private stopping?: Promise<void>;
 
   constructor(private readonly opts: WorkerOptions) {
@@ -144,13 +152,7 @@ export class Worker {
       maxBatch: opts.maxClaim ?? 500,
       logger: log,
       freeSlots: () => this.slots.free,
-      claim: async (limit) => {
-        const jobs = await this.queue.claim({
-          worker: this.id, queues, capabilities, kinds, limit, leaseMs: this.leaseMs, ownerLock: this.listener.lockKey,
-        });
-        for (const job of jobs) this.slots.start(job);
-        return jobs.length;
-      },
+      claim: (limit) => this.claim(limit, { queues, capabilities, kinds }),
       nextRunAt: async () => (await this.queue.nextRunAt(queues, capabilities, kinds))?.getTime() ?? null,
     });
     this.leases = new LeaseKeeper({
@@ -170,6 +172,17 @@ export class Worker {
         for (const l of leases) if (this.slots.cancel(l)) log.info({ job: l.id, attempt: l.attempt }, 'cancel requested: handler aborted');
       },
     });
+    this.held = new HeldQueues(this.queue, log, this.queues);
+    this.registry = new Registry({
+      queue: this.queue,
+      logger: log,
+      id: this.id,
+      queues: queues ?? null,
+      kinds,
+      capabilities,
+      concurrency: opts.concurrency,
+      lockKey: () => this.listener.lockKey,
+    });
     this.maintenance = new Maintenance({
       queue: this.queue,
       logger: log,
@@ -179,9 +192,14 @@ export class Worker {
 
     this.listener.on('notification', (channel, payload) => this.notified(channel, payload));
     // After every (re)connect, one claim covers whatever was announced while we were away.
-    this.listener.on('connected', () => this.claimer.wake('listener connected'));
+    this.listener.on('connected', () => {
+      this.registry.refresh();
+      this.claimer.wake('listener connected');
+    });
     log.info({ queues: queues ?? 'all', concurrency: opts.concurrency, kinds, capabilities }, 'worker starting');
     const listening = await this.listener.start();
+    await this.registry.start();
+    await this.refreshHeld();
     this.claimer.start();
     this.leases.start();
     this.maintenance.start();
@@ -198,7 +216,48 @@ export class Worker {
     } else if (channel === CONTROL_CHANNEL && payload === `cancel ${this.id}`) {
       // The renewal's answer says which of our jobs were asked to cancel.
       this.leases.renewNow();
+    } else if (channel === CONTROL_CHANNEL && payload === 'queues') {
+      // Settings changed: a resumed or newly limited queue may have work for us.
+      void this.refreshHeld().then(() => this.claimer.wake('queue settings changed'));
     }
+  }
+
+  private refreshHeld(): Promise<void> {
+    this.heldReadAt = Date.now();
+    return this.held.refresh();
+  }
+
+  /**
+   * One claim round: the plain claim (every queue without settings) and one limited claim per
+   * limited queue, up to `limit` jobs in all. Who goes first rotates, so a busy plain queue
+   * cannot starve the limited ones nor the other way round. Queues without settings cost
+   * nothing extra when there are no limited queues.
+   */
+  private async claim(limit: number, who: { queues?: string[]; capabilities: string[]; kinds: string[] }): Promise<number> {
+    // The settings are re-read at least once a poll interval, in case a notification was missed.
+    if (Date.now() - this.heldReadAt > (this.opts.pollMs ?? 1_000)) await this.refreshHeld();
+    const limited = this.held.claimable();
+    const base = { worker: this.id, capabilities: who.capabilities, kinds: who.kinds, leaseMs: this.leaseMs, ownerLock: this.listener.lockKey };
+    // A worker whose queues are all held has nothing to ask the plain claim for.
+    const plain = !who.queues || who.queues.some((q) => !this.held.isHeld(q));
+    const order = plain ? [null, ...limited] : limited;
+    if (order.length === 0) return 0;
+    this.turn = (this.turn + 1) % order.length;
+    let got = 0;
+    for (let i = 0; i < order.length && got < limit; i++) {
+      const q = order[(this.turn + i) % order.length];
+      let jobs: Job[];
+      if (q === null) {
+        jobs = await this.queue.claim({ ...base, queues: who.queues, limit: limit - got });
+      } else {
+        const r = await this.queue.claimLimited(q, { ...base, limit: limit - got });
+        jobs = r.jobs;
+        if (r.retryAt) this.claimer.dueAtTime(r.retryAt.getTime());
+      }
+      for (const job of jobs) this.slots.start(job);
+      got += jobs.length;
+    }
+    return got;
   }
 
   private async progress(a: ActiveJob, percent: number, message?: string): Promise<void> {
@@ -237,6 +296,8 @@ export class Worker {
     const graceMs = this.opts.shutdownGraceMs ?? DEFAULTS.shutdownGraceMs;
     log.info({ running: this.slots.running().length, graceMs }, 'worker stopping: no new claims');
     await Promise.all([this.claimer.stop(), this.maintenance.stop()]);
+    // Off the list before the grace period: nothing new comes to this worker.
+    await this.registry.stop();
     if (!(await this.slots.whenIdle(graceMs))) {
       const leases = this.slots.running().map((a) => a.lease);
       for (const l of leases) this.slots.abandon(l, new ShutdownError(this.id));

@@ -1,6 +1,7 @@
 import { MAX_ATTEMPTS_LIMIT } from '../defaults.ts';
 import type { JobRow } from './rows.ts';
 import { statement } from './statement.ts';
+import { withWaitingFor } from './waiting.ts';
 
 // A queued job is cancelled at once; a running one is asked to stop (its worker hears it on
 // herald_control, fires the handler's signal, and then writes 'cancelled').
@@ -18,10 +19,10 @@ RETURNING *`,
 // A failed or cancelled job runs again, with at least one attempt left (MAX_ATTEMPTS_LIMIT is the ceiling).
 export const retryJob = statement<[id: string], JobRow>(
   'retry',
-  `
+  withWaitingFor(`rows AS (
 UPDATE herald.jobs
 SET status = 'queued', available_at = now(), finished_at = NULL, cancel_requested_at = NULL,
     result = NULL, progress = NULL, max_attempts = greatest(max_attempts, attempt + 1)
 WHERE id = $1 AND status IN ('failed', 'cancelled') AND attempt < ${MAX_ATTEMPTS_LIMIT}
-RETURNING *`,
+RETURNING *)`),
 );

@@ -5,6 +5,12 @@ import { leaseFromNow, statement } from './statement.ts';
 // restricted to the worker's queues ($1, NULL = all), to the kinds it has tasks for ($7,
 // NULL = any) and to jobs whose `requires` tags are a subset of its capabilities ($2).
 // One statement, one round trip, one trigger call.
+//
+// Queues that are paused or have a limit are left to claim-limited.ts. Their list is read from
+// the gate row FOR SHARE: a locked read returns the newest committed version, and a settings
+// change (which updates that row) waits for claims in flight. So once a PATCH has returned, no
+// claim here can still act on the old settings. Queues without settings pay one row lock.
+// A job past its expireAt never starts, whether or not the expiry pass has reached it yet.
 export const claimJobs = statement<
   [
     queues: string[] | null,
@@ -19,14 +25,19 @@ export const claimJobs = statement<
 >(
   'claim',
   `
-WITH picked AS (
+WITH gate AS MATERIALIZED (
+  SELECT held FROM herald.queue_gate WHERE id = 1 FOR SHARE
+),
+picked AS (
   SELECT id
   FROM herald.jobs
   WHERE status = 'queued'
     AND available_at <= now()
     AND ($1::text[] IS NULL OR queue = ANY($1::text[]))
+    AND queue <> ALL((SELECT held FROM gate)::text[])
     AND requires <@ $2::text[]
     AND ($7::text[] IS NULL OR kind = ANY($7::text[]))
+    AND (expire_at IS NULL OR expire_at > now())
   ORDER BY priority DESC NULLS LAST, available_at, created_at, id
   LIMIT $3
   FOR UPDATE SKIP LOCKED
@@ -36,8 +47,8 @@ SET status = 'running',
     attempt = j.attempt + 1,
     locked_by = $4,
     owner_lock = $5,
-    started_at = now(),
-    lease_expires_at = ${leaseFromNow('$6')},
+    started_at = statement_timestamp(),
+    lease_expires_at = ${leaseFromNow('$6', 'statement_timestamp()')},
     progress = NULL
 FROM picked
 WHERE j.id = picked.id

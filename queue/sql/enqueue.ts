@@ -1,5 +1,6 @@
 import type { JobRow } from './rows.ts';
 import { statement } from './statement.ts';
+import { withWaitingFor } from './waiting.ts';
 
 /** One job of the JSON array enqueueJobs takes: every field filled in (Queue applies the defaults). */
 export interface EnqueueRecord {
@@ -24,8 +25,8 @@ export interface EnqueueRecord {
 // nothing (the caller looks it up).
 export const enqueueJobs = statement<[records: string], JobRow>(
   'enqueue',
-  `
-WITH input AS (
+  withWaitingFor(`
+input AS (
   SELECT * FROM ROWS FROM (
     jsonb_to_recordset($1::jsonb) AS (
       kind text, queue text, payload jsonb, priority int, run_at timestamptz,
@@ -33,7 +34,8 @@ WITH input AS (
       "group" text, tags text[], timeout_ms int, expire_at timestamptz)
   ) WITH ORDINALITY AS x(kind, queue, payload, priority, run_at, max_attempts, requires, idempotency_key,
                          "group", tags, timeout_ms, expire_at, ord)
-)
+),
+rows AS (
 INSERT INTO herald.jobs (kind, queue, payload, priority, available_at, max_attempts, requires, idempotency_key,
                          "group", tags, timeout_ms, expire_at)
 SELECT kind, queue, coalesce(payload, '{}'::jsonb), priority, coalesce(run_at, now()), max_attempts, requires, idempotency_key,
@@ -41,10 +43,11 @@ SELECT kind, queue, coalesce(payload, '{}'::jsonb), priority, coalesce(run_at, n
 FROM input
 ORDER BY ord
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING *`,
+RETURNING *
+)`),
 );
 
 export const jobsByIdempotencyKey = statement<[keys: string[]], JobRow & { idempotency_key: string }>(
   'jobs_by_key',
-  `SELECT * FROM herald.jobs WHERE idempotency_key = ANY($1::text[])`,
+  withWaitingFor(`rows AS (SELECT * FROM herald.jobs WHERE idempotency_key = ANY($1::text[]))`),
 );

@@ -1,8 +1,10 @@
 import type { JobStatus } from '../schema.ts';
 import type { JobRow } from './rows.ts';
 import { statement } from './statement.ts';
+import { withWaitingFor } from './waiting.ts';
+import type { QueueSettingsRow } from './settings.ts';
 
-export const getJob = statement<[id: string], JobRow>('get', `SELECT * FROM herald.jobs WHERE id = $1`);
+export const getJob = statement<[id: string], JobRow>('get', withWaitingFor(`rows AS (SELECT * FROM herald.jobs WHERE id = $1)`));
 
 // Newest first, with optional filters and a keyset cursor (`before` an id).
 export const listJobs = statement<
@@ -10,44 +12,45 @@ export const listJobs = statement<
   JobRow
 >(
   'list',
-  `
-SELECT * FROM herald.jobs
-WHERE ($1::text IS NULL OR queue = $1)
-  AND ($2::herald.job_status IS NULL OR status = $2)
-  AND ($3::text IS NULL OR kind = $3)
-  AND ($4::bigint IS NULL OR id < $4)
-ORDER BY id DESC
-LIMIT $5`,
+  withWaitingFor(
+    `rows AS (
+  SELECT * FROM herald.jobs
+  WHERE ($1::text IS NULL OR queue = $1)
+    AND ($2::herald.job_status IS NULL OR status = $2)
+    AND ($3::text IS NULL OR kind = $3)
+    AND ($4::bigint IS NULL OR id < $4)
+  ORDER BY id DESC
+  LIMIT $5
+)`,
+    'j.id DESC',
+  ),
 );
 
+// Every queue that has jobs or settings, with its counts and settings.
 export const queueCounts = statement<
-  [],
-  { queue: string; queued: number; scheduled: number; running: number; succeeded: number; failed: number; cancelled: number }
+  [queue: string | null],
+  QueueSettingsRow & { queued: number; scheduled: number; running: number; succeeded: number; failed: number; cancelled: number }
 >(
   'queue_counts',
   `
-SELECT queue,
-       count(*) FILTER (WHERE status = 'queued' AND available_at <= now())::int AS queued,
-       count(*) FILTER (WHERE status = 'queued' AND available_at > now())::int AS scheduled,
-       count(*) FILTER (WHERE status = 'running')::int AS running,
-       count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
-       count(*) FILTER (WHERE status = 'failed')::int AS failed,
-       count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled
-FROM herald.jobs
-GROUP BY queue
-ORDER BY queue`,
-);
-
-/** Who holds jobs now, and since when. */
-export const runningByWorker = statement<[], { worker: string; running: number; since: Date; jobs: string[] }>(
-  'workers',
-  `
-SELECT locked_by AS worker, count(*)::int AS running, min(started_at) AS since,
-       array_agg(id::text ORDER BY id) AS jobs
-FROM herald.jobs
-WHERE status = 'running'
-GROUP BY locked_by
-ORDER BY locked_by`,
+WITH counts AS (
+  SELECT queue,
+         count(*) FILTER (WHERE status = 'queued' AND available_at <= now())::int AS queued,
+         count(*) FILTER (WHERE status = 'queued' AND available_at > now())::int AS scheduled,
+         count(*) FILTER (WHERE status = 'running')::int AS running,
+         count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
+         count(*) FILTER (WHERE status = 'failed')::int AS failed,
+         count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled
+  FROM herald.jobs
+  GROUP BY queue
+)
+SELECT coalesce(c.queue, s.queue) AS queue,
+       coalesce(c.queued, 0) AS queued, coalesce(c.scheduled, 0) AS scheduled, coalesce(c.running, 0) AS running,
+       coalesce(c.succeeded, 0) AS succeeded, coalesce(c.failed, 0) AS failed, coalesce(c.cancelled, 0) AS cancelled,
+       coalesce(s.paused, false) AS paused, s.concurrency, s.group_concurrency, s.rate_count, s.rate_period_ms
+FROM counts c FULL JOIN herald.queues s ON s.queue = c.queue
+WHERE $1::text IS NULL OR coalesce(c.queue, s.queue) = $1
+ORDER BY 1`,
 );
 
 /** Bloat watch: dead tuples and vacuum times of the two tables. */

@@ -1,6 +1,7 @@
 import { LOCK_NAMESPACE, REAPER_KEY } from '../locks.ts';
 import type { JobStatus } from '../schema.ts';
-import { statement } from './statement.ts';
+import { LIVE_KEYS } from './live.ts';
+import { statement, timeoutDeadline } from './statement.ts';
 
 // Running jobs whose owner is gone come back: the lease ran out, or the owner's liveness lock
 // (a session advisory lock on its listener connection) vanished because the process died.
@@ -12,17 +13,16 @@ const DEAD = `
   AND (j.lease_expires_at < now()
        OR (j.owner_lock IS NOT NULL AND j.owner_lock NOT IN (SELECT key FROM live)))`;
 
+// The lease ran out because the timeout capped it (see leaseFromNow).
+const TIMED_OUT = `j.lease_expires_at < now() AND ${timeoutDeadline('j.started_at')} <= now()`;
+
 export const reapJobs = statement<[limit: number], { id: string; status: JobStatus }>(
   'reap',
   `
 WITH gate AS MATERIALIZED (
   SELECT pg_try_advisory_xact_lock(${LOCK_NAMESPACE}, ${REAPER_KEY}) AS ok
 ),
-live AS MATERIALIZED (
-  SELECT objid::bigint::int AS key
-  FROM pg_locks
-  WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid = ${LOCK_NAMESPACE}::bigint::oid
-    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+live AS MATERIALIZED (${LIVE_KEYS}
 ),
 dead AS (
   SELECT j.id FROM herald.jobs j
@@ -39,10 +39,13 @@ SET status = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
     available_at = CASE WHEN j.cancel_requested_at IS NOT NULL OR j.attempt >= j.max_attempts
                         THEN j.available_at ELSE now() END,
     last_error = jsonb_build_object(
-      'message', CASE WHEN j.lease_expires_at < now()
+      'message', CASE WHEN ${TIMED_OUT}
+                      THEN 'timed out after ' || j.timeout_ms || ' ms (timeoutMs); worker ' || j.locked_by || ' did not end the attempt'
+                      WHEN j.lease_expires_at < now()
                       THEN 'lease expired: worker ' || j.locked_by || ' stopped renewing it'
                       ELSE 'worker ' || j.locked_by || ' died (its connection closed)' END,
-      'reason', CASE WHEN j.lease_expires_at < now() THEN 'lease_expired' ELSE 'owner_gone' END,
+      'reason', CASE WHEN ${TIMED_OUT} THEN 'timeout'
+                     WHEN j.lease_expires_at < now() THEN 'lease_expired' ELSE 'owner_gone' END,
       'worker', j.locked_by,
       'attempt', j.attempt),
     locked_by = NULL, lease_expires_at = NULL, owner_lock = NULL

@@ -19,8 +19,20 @@ export function statement<Params extends readonly unknown[], Row = never>(name: 
   return { name: `herald_${name}`, text: text.trim() };
 }
 
-/** A lease of `$n` milliseconds from now. */
-export const leaseFromNow = (param: string) => `now() + make_interval(secs => ${param}::float8 / 1000)`;
+/**
+ * How long after its timeout an attempt's lease runs out. The worker fails the attempt at the
+ * timeout itself; this cap is the database's own guarantee, for a worker that cannot (a handler
+ * blocking its event loop): the reaper ends the attempt once the lease is past.
+ */
+export const TIMEOUT_GRACE_MS = 2_000;
+
+/** When the timeout of job `j` (started at `startedAt`) caps its lease; NULL without a timeout. */
+export const timeoutDeadline = (startedAt: string) =>
+  `${startedAt} + make_interval(secs => (j.timeout_ms + ${TIMEOUT_GRACE_MS})::float8 / 1000)`;
+
+/** A lease of `$n` milliseconds from now, never past the timeout of job `j` (least() skips NULL). */
+export const leaseFromNow = (param: string, startedAt = 'j.started_at') =>
+  `least(now() + make_interval(secs => ${param}::float8 / 1000), ${timeoutDeadline(startedAt)})`;
 
 /** The pool, or a client inside a transaction. */
 export type Executor = Pick<pg.Pool, 'query'> | pg.PoolClient;

@@ -1,7 +1,8 @@
-// What the board's overview needs: counts per queue, and who is running what.
+// Queues (counts and settings, and changing the settings) and the worker registry.
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.ts';
-import { errors, queueCounts, workers } from '../schemas.ts';
+import type { QueueSettingsPatch } from '../../queue/queue.ts';
+import { errors, queueCounts, queueParams, queuePatch, workers } from '../schemas.ts';
 
 export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get(
@@ -10,11 +11,34 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'viewer' },
       schema: {
         tags: ['operations'],
-        summary: 'Job counts per queue (queued = runnable now, scheduled = runAt in the future)',
+        summary: 'Job counts and settings per queue (queued = runnable now, scheduled = runAt in the future)',
+        description: 'Every queue that has jobs or settings.',
         response: { 200: queueCounts, ...errors(401, 403) },
       },
     },
     async () => ({ queues: await ctx.queue.counts() }),
+  );
+
+  app.patch(
+    '/api/queues/:queue',
+    {
+      config: { role: 'admin' },
+      schema: {
+        tags: ['operations'],
+        summary: "Change a queue's settings: pause, concurrency, groupConcurrency, rateLimit",
+        description:
+          'Any of the fields; an absent one keeps its value, null clears a limit. Works for a queue that has no jobs yet. ' +
+          'The limits hold across every worker process at once. Once this returns, no job of a paused queue starts; ' +
+          'resuming wakes the workers at once.',
+        params: queueParams,
+        body: queuePatch,
+        response: { 200: { $ref: 'QueueInfo#' }, ...errors(400, 401, 403) },
+      },
+    },
+    async (request) => {
+      const { queue } = request.params as { queue: string };
+      return ctx.queue.patchQueue(queue, request.body as QueueSettingsPatch);
+    },
   );
 
   app.get(
@@ -23,7 +47,8 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'viewer' },
       schema: {
         tags: ['operations'],
-        summary: 'Workers holding jobs now: how many, since when, which',
+        summary: 'Every live worker, idle ones too: where it runs, what it takes, and the jobs it runs now',
+        description: 'A worker that died leaves the list within a few seconds. A process that holds jobs without registering (the core API used directly) is listed with its jobs and null registry fields.',
         response: { 200: workers, ...errors(401, 403) },
       },
     },

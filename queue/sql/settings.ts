@@ -1,0 +1,55 @@
+import { statement } from './statement.ts';
+
+/** A row of herald.queues. */
+export interface QueueSettingsRow {
+  queue: string;
+  paused: boolean;
+  concurrency: number | null;
+  group_concurrency: number | null;
+  rate_count: number | null;
+  rate_period_ms: number | null;
+}
+
+// PATCH semantics in one statement: $2 is the patch as JSON. A key that is absent keeps the
+// stored value; a key set to null clears that limit. A queue needs no jobs to get settings.
+const patched = (key: string, column: string, cast: string) =>
+  `CASE WHEN $2::jsonb ? '${key}' THEN ${cast} ELSE q.${column} END`;
+
+export const patchQueueSettings = statement<[queue: string, patch: string], QueueSettingsRow>(
+  'patch_queue',
+  `
+INSERT INTO herald.queues AS q (queue, paused, concurrency, group_concurrency, rate_count, rate_period_ms)
+VALUES ($1,
+        coalesce(($2::jsonb->>'paused')::boolean, false),
+        ($2::jsonb->>'concurrency')::int,
+        ($2::jsonb->>'groupConcurrency')::int,
+        ($2::jsonb->'rateLimit'->>'count')::int,
+        ($2::jsonb->'rateLimit'->>'periodMs')::int)
+ON CONFLICT (queue) DO UPDATE SET
+  paused = ${patched('paused', 'paused', `($2::jsonb->>'paused')::boolean`)},
+  concurrency = ${patched('concurrency', 'concurrency', `($2::jsonb->>'concurrency')::int`)},
+  group_concurrency = ${patched('groupConcurrency', 'group_concurrency', `($2::jsonb->>'groupConcurrency')::int`)},
+  rate_count = ${patched('rateLimit', 'rate_count', `($2::jsonb->'rateLimit'->>'count')::int`)},
+  rate_period_ms = ${patched('rateLimit', 'rate_period_ms', `($2::jsonb->'rateLimit'->>'periodMs')::int`)},
+  updated_at = now()
+RETURNING q.*`,
+);
+
+/** Settings of the queues a plain claim leaves alone (paused or limited): what workers cache. */
+export const heldQueueSettings = statement<[], QueueSettingsRow>(
+  'held_queues',
+  `
+SELECT q.* FROM herald.queues q
+WHERE q.queue = ANY((SELECT held FROM herald.queue_gate WHERE id = 1)::text[])
+ORDER BY q.queue`,
+);
+
+/** Rate-window starts no window can count any more (older than their queue's period, or than a day). */
+export const pruneQueueStarts = statement<[]>(
+  'prune_queue_starts',
+  `
+DELETE FROM herald.queue_starts q
+WHERE q.at < now() - make_interval(secs => coalesce(
+        (SELECT s.rate_period_ms FROM herald.queues s WHERE s.queue = q.queue AND s.rate_count IS NOT NULL),
+        0)::float8 / 1000)`,
+);

@@ -1,0 +1,40 @@
+import { LIVE_KEYS, WORKER_IS_LIVE } from './live.ts';
+
+// Why a queued job is held back, as the Job JSON's waitingFor: the first reason that applies,
+// or NULL when the job is not queued or nothing holds it back (it starts when a slot frees).
+// Every statement that returns jobs to the API wraps its rows with this, so a read, an enqueue
+// and a retry all say the same thing. The live-worker CTEs run only if a queued, runnable job
+// reaches that test; each limit's count only if the queue has that limit.
+const WAITING_FOR = `
+CASE
+  WHEN j.status <> 'queued' THEN NULL
+  WHEN j.available_at > now() THEN 'scheduled'
+  WHEN s.paused THEN 'paused'
+  WHEN NOT EXISTS (
+    SELECT 1 FROM live_workers w
+    WHERE (w.queues IS NULL OR j.queue = ANY(w.queues)) AND j.kind = ANY(w.kinds) AND j.requires <@ w.capabilities
+  ) THEN 'no_worker'
+  WHEN s.concurrency IS NOT NULL
+       AND s.concurrency <= (SELECT count(*) FROM herald.jobs r WHERE r.status = 'running' AND r.queue = j.queue)
+    THEN 'concurrency'
+  WHEN s.group_concurrency IS NOT NULL AND j."group" IS NOT NULL
+       AND s.group_concurrency <= (SELECT count(*) FROM herald.jobs r
+                                   WHERE r.status = 'running' AND r.queue = j.queue AND r."group" = j."group")
+    THEN 'group_concurrency'
+  WHEN s.rate_count IS NOT NULL
+       AND s.rate_count <= (SELECT count(*) FROM herald.queue_starts q
+                            WHERE q.queue = j.queue AND q.at > now() - make_interval(secs => s.rate_period_ms::float8 / 1000))
+    THEN 'rate_limit'
+END`;
+
+/**
+ * A statement returning the job rows of CTE `rows` (defined by `ctes`, which may modify data)
+ * with a `waiting_for` column, in `order`.
+ */
+export const withWaitingFor = (ctes: string, order = 'j.id') => `
+WITH ${ctes},
+live_keys AS MATERIALIZED (${LIVE_KEYS}),
+live_workers AS MATERIALIZED (SELECT w.* FROM herald.workers w WHERE ${WORKER_IS_LIVE})
+SELECT j.*, ${WAITING_FOR} AS waiting_for
+FROM rows j LEFT JOIN herald.queues s ON s.queue = j.queue
+ORDER BY ${order}`;

@@ -1,0 +1,75 @@
+// The worker's row in herald.workers: registered at start (and after every listener reconnect,
+// since the liveness key may change), refreshed every WORKER_HEARTBEAT_MS, deleted on a clean
+// stop. A worker that dies leaves the list at once through its vanished liveness lock, or
+// within WORKER_STALE_MS through last_seen_at; the maintenance pass deletes such rows.
+import os from 'node:os';
+import type { Queue, WorkerRegistration } from '../queue/queue.ts';
+import type { Logger } from '../queue/log.ts';
+import { WORKER_HEARTBEAT_MS } from '../queue/sql/live.ts';
+
+export interface RegistryOptions {
+  queue: Queue;
+  logger: Logger;
+  id: string;
+  queues: string[] | null;
+  kinds: string[];
+  capabilities: string[];
+  concurrency: number;
+  /** The liveness key held right now (it changes when the listener reconnects). */
+  lockKey(): number | null;
+}
+
+export class Registry {
+  private timer?: NodeJS.Timeout;
+  private inFlight?: Promise<void>;
+  private stopped = false;
+
+  constructor(private readonly opts: RegistryOptions) {}
+
+  private registration(): WorkerRegistration {
+    const { id, queues, kinds, capabilities, concurrency } = this.opts;
+    return { id, host: os.hostname(), pid: process.pid, queues, kinds, capabilities, concurrency, lockKey: this.opts.lockKey() };
+  }
+
+  async start(): Promise<void> {
+    await this.opts.queue.registerWorker(this.registration());
+    this.schedule();
+  }
+
+  /** After a listener reconnect: record the new liveness key now. */
+  refresh(): void {
+    if (this.stopped || this.inFlight) return;
+    clearTimeout(this.timer);
+    this.inFlight = this.touch().finally(() => {
+      this.inFlight = undefined;
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => this.refresh(), WORKER_HEARTBEAT_MS);
+  }
+
+  private async touch(): Promise<void> {
+    try {
+      const found = await this.opts.queue.touchWorker(this.opts.id, this.opts.lockKey());
+      if (!found) {
+        this.opts.logger.warn('registry row was gone (taken for dead while cut off?): registering again');
+        await this.opts.queue.registerWorker(this.registration());
+      }
+    } catch (err) {
+      this.opts.logger.warn({ err: (err as Error).message }, 'worker registry refresh failed');
+    }
+  }
+
+  /** Stops refreshing and removes the row, so the worker leaves the list at once. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.inFlight;
+    await this.opts.queue.unregisterWorker(this.opts.id).catch((err) => {
+      this.opts.logger.warn({ err: (err as Error).message }, 'could not remove the registry row; it goes when the liveness lock does');
+    });
+  }
+}
