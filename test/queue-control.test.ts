@@ -1,0 +1,136 @@
+// Queue settings across three worker PROCESSES competing for the same queue. Each limit is
+// checked twice: by sampling the running count while they work, and afterwards from the rows
+// (a claim's started_at is taken after it waited for the claims before it, and a completion's
+// finished_at before its commit, so the [started_at, finished_at) intervals of the rows are
+// exactly what each claim saw). The workers poll only every minute: every wake-up the tests
+// rely on (a freed slot, a resume) has to come through NOTIFY.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until, workerTestContext, type WorkerProcess } from './fixtures/worker-process.ts';
+
+const t = workerTestContext();
+const ENV = { HERALD_POLL_MS: '60000', HERALD_CONCURRENCY: '5' };
+let workers: WorkerProcess[];
+
+beforeAll(async () => {
+  workers = await Promise.all([1, 2, 3].map(() => t.spawn({ env: ENV })));
+});
+
+/** Samples `count` until `stop` resolves; returns the largest value seen. */
+async function sampleMax(count: () => Promise<number>, stop: Promise<unknown>): Promise<number> {
+  let done = false;
+  void stop.finally(() => (done = true));
+  let max = 0;
+  while (!done) max = Math.max(max, await count());
+  return max;
+}
+
+interface Interval {
+  started_at: Date;
+  finished_at: Date;
+  group: string | null;
+  locked: string | null;
+}
+
+/** The most intervals open at once (an end at the same instant as a start does not overlap it). */
+function maxOverlap(rows: Interval[]): number {
+  const points = rows.flatMap((r) => [
+    [r.started_at.getTime(), 1],
+    [r.finished_at.getTime(), -1],
+  ]);
+  points.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let open = 0;
+  let max = 0;
+  for (const [, d] of points) max = Math.max(max, (open += d));
+  return max;
+}
+
+async function finishedRows(queue: string): Promise<(Interval & { worker: string })[]> {
+  const { rows } = await t.db.pool.query(
+    `SELECT j.started_at, j.finished_at, j."group",
+            (SELECT e.worker FROM herald.job_events e WHERE e.job_id = j.id AND e.type = 'claimed' LIMIT 1) AS worker
+     FROM herald.jobs j WHERE j.queue = $1 AND j.status = 'succeeded'`,
+    [queue],
+  );
+  return rows;
+}
+
+const allDone = (queue: string, n: number) =>
+  until(async () => {
+    const { rows } = await t.db.pool.query(`SELECT count(*)::int AS n FROM herald.jobs WHERE queue = $1 AND status = 'succeeded'`, [queue]);
+    return rows[0].n === n;
+  }, `${n} jobs of ${queue} to succeed`, 60_000);
+
+const running = async (queue: string, group?: string) =>
+  (
+    await t.db.pool.query(
+      `SELECT count(*)::int AS n FROM herald.jobs WHERE queue = $1 AND status = 'running' AND ($2::text IS NULL OR "group" = $2)`,
+      [queue, group ?? null],
+    )
+  ).rows[0].n as number;
+
+describe('limits across three worker processes', () => {
+  it('concurrency: never more than N jobs of the queue run at once, and all of them run', async () => {
+    await t.db.queue.patchQueue('conc', { concurrency: 3 });
+    await t.db.queue.enqueueMany(Array.from({ length: 45 }, () => ({ kind: 'sleep', queue: 'conc', payload: { ms: 30 } })));
+    const done = allDone('conc', 45);
+    const sampled = await sampleMax(() => running('conc'), done);
+    await done;
+    expect(sampled).toBeLessThanOrEqual(3);
+    const rows = await finishedRows('conc');
+    expect(maxOverlap(rows)).toBeLessThanOrEqual(3);
+    // The limit was the bound, not a lack of work: it was reached, by more than one process.
+    expect(maxOverlap(rows)).toBe(3);
+    expect(new Set(rows.map((r) => r.worker)).size).toBeGreaterThan(1);
+  });
+
+  it('groupConcurrency: never more than N of one group at once, while groups run side by side', async () => {
+    await t.db.queue.patchQueue('groups', { groupConcurrency: 2 });
+    const groups = ['a', 'b', 'c'];
+    await t.db.queue.enqueueMany(
+      Array.from({ length: 36 }, (_, i) => ({ kind: 'sleep', queue: 'groups', group: groups[i % 3], payload: { ms: 30 } })),
+    );
+    const done = allDone('groups', 36);
+    const sampled = await Promise.all(groups.map((g) => sampleMax(() => running('groups', g), done)));
+    await done;
+    for (const max of sampled) expect(max).toBeLessThanOrEqual(2);
+    const rows = await finishedRows('groups');
+    for (const g of groups) expect(maxOverlap(rows.filter((r) => r.group === g))).toBeLessThanOrEqual(2);
+    expect(maxOverlap(rows)).toBeGreaterThan(2);
+  });
+
+  it('rateLimit: at most count jobs start in any window of periodMs', async () => {
+    await t.db.queue.patchQueue('rate', { rateLimit: { count: 4, periodMs: 1000 } });
+    await t.db.queue.enqueueMany(Array.from({ length: 12 }, () => ({ kind: 'echo', queue: 'rate', payload: {} })));
+    await allDone('rate', 12);
+    const starts = (await finishedRows('rate')).map((r) => r.started_at.getTime()).sort((a, b) => a - b);
+    // Any 5 consecutive starts span at least the period.
+    for (let i = 0; i + 4 < starts.length; i++) expect(starts[i + 4] - starts[i]).toBeGreaterThanOrEqual(1000);
+  });
+
+  it('paused: no job starts after the PATCH returns; running ones finish; resuming wakes the workers at once', async () => {
+    await t.db.queue.enqueueMany(Array.from({ length: 300 }, () => ({ kind: 'sleep', queue: 'pause', payload: { ms: 20 } })));
+    await until(async () => (await running('pause')) > 0, 'jobs of the queue to run');
+    await t.db.queue.patchQueue('pause', { paused: true });
+    // Whatever commits from now on is invisible to this snapshot.
+    const { rows: snap } = await t.db.pool.query('SELECT pg_current_snapshot()::text AS s');
+    await until(async () => (await running('pause')) === 0, 'the running jobs to finish');
+    const { rows: late } = await t.db.pool.query(
+      `SELECT count(*)::int AS n FROM herald.job_events
+       WHERE queue = 'pause' AND type = 'claimed' AND NOT pg_visible_in_snapshot(tx, $1::pg_snapshot)`,
+      [snap[0].s],
+    );
+    expect(late[0].n).toBe(0);
+    const left = await t.db.pool.query(`SELECT count(*)::int AS n FROM herald.jobs WHERE queue = 'pause' AND status = 'queued'`);
+    expect(left.rows[0].n).toBeGreaterThan(0);
+    const { job } = await t.db.queue.enqueue({ kind: 'echo', queue: 'pause' });
+    expect(job.waitingFor).toBe('paused');
+    // Polling is a minute away: only the NOTIFY of the resume can start the rest in time.
+    await t.db.queue.patchQueue('pause', { paused: false });
+    await allDone('pause', 301);
+  });
+});
+
+afterAll(async () => {
+  // Nothing was left running by a test that failed half-way.
+  await Promise.all(workers.map((w) => w.stop()));
+});
