@@ -29,6 +29,8 @@ export const DEFAULTS = {
   logLevel: 'info',
   /** HERALD_LOG_FORMAT: 'auto' = pretty when the log goes to a terminal, JSON lines otherwise. */
   logFormat: 'auto',
+  /** Time zone of a schedule that names none. */
+  timezone: 'UTC',
 } as const;
 
 /** The most attempts a job may have (a database check; retry never goes past it). */

@@ -21,6 +21,11 @@ import { claimLimited, lockQueueSettings, rateFreeAt } from './sql/claim-limited
 import { heldQueueSettings, patchQueueSettings, pruneQueueStarts, type QueueSettingsRow } from './sql/settings.ts';
 import { expireJobs } from './sql/expire.ts';
 import { listWorkers, pruneDeadWorkers, registerWorker, touchWorker, unregisterWorker } from './sql/workers.ts';
+import {
+  deleteSchedule, dueSchedules, listSchedules, lockSchedule, markScheduleRun, nextScheduleDue, putSchedule, schedulerTurn,
+  type ScheduleRow,
+} from './sql/schedules.ts';
+import { latestTick, nextTick, parseCron } from './cron.ts';
 
 export interface EnqueueInput {
   kind: string;
@@ -137,6 +142,40 @@ export interface WorkerInfo {
   since: string | null;
   jobs: string[];
 }
+
+/** The job a schedule makes each tick: an enqueue body without idempotencyKey. */
+export type ScheduleJob = Omit<EnqueueInput, 'idempotencyKey'>;
+
+export interface ScheduleInput {
+  cron: string;
+  /** IANA name; default UTC. */
+  timezone?: string;
+  job: ScheduleJob;
+  paused?: boolean;
+}
+
+export interface Schedule {
+  name: string;
+  cron: string;
+  timezone: string;
+  job: ScheduleJob;
+  paused: boolean;
+  /** The next tick that will make a job; null while paused. */
+  nextRunAt: string | null;
+  lastRunAt: string | null;
+  lastJobId: string | null;
+}
+
+const toSchedule = (r: ScheduleRow): Schedule => ({
+  name: r.name,
+  cron: r.cron,
+  timezone: r.timezone,
+  job: r.job as unknown as ScheduleJob,
+  paused: r.paused,
+  nextRunAt: r.next_run_at?.toISOString() ?? null,
+  lastRunAt: r.last_run_at?.toISOString() ?? null,
+  lastJobId: r.last_job_id,
+});
 
 function toSettings(r: QueueSettingsRow): QueueSettings & { queue: string } {
   return {
@@ -485,6 +524,76 @@ export class Queue {
   /** The settings of every queue that is paused or limited (the plain claim leaves those alone). */
   async heldQueues(): Promise<(QueueSettings & { queue: string })[]> {
     return (await this.run(heldQueueSettings, [])).rows.map(toSettings);
+  }
+
+  // ---- schedules ------------------------------------------------------------------------------
+
+  /**
+   * Creates or replaces a schedule. Its next tick counts from now: replacing or resuming one
+   * never makes jobs for ticks that passed meanwhile. A bad cron or zone is a ValidationError.
+   */
+  async putSchedule(name: string, input: ScheduleInput): Promise<{ schedule: Schedule; created: boolean }> {
+    const timezone = input.timezone ?? DEFAULTS.timezone;
+    parseCron(input.cron, timezone);
+    toRecord(input.job); // the template must make a valid job
+    const paused = input.paused ?? false;
+    const next = paused ? null : nextTick(input.cron, timezone, new Date());
+    try {
+      const { rows } = await this.run(putSchedule, [name, input.cron, timezone, JSON.stringify(input.job), paused, next]);
+      return { schedule: toSchedule(rows[0]), created: rows[0].created };
+    } catch (err) {
+      throw fromPgError(err);
+    }
+  }
+
+  /** False when there was no such schedule. */
+  async deleteSchedule(name: string): Promise<boolean> {
+    return (await this.run(deleteSchedule, [name])).rows.length === 1;
+  }
+
+  async schedules(): Promise<Schedule[]> {
+    return (await this.run(listSchedules, [])).rows.map(toSchedule);
+  }
+
+  /** Makes the schedule's job now ("run now"), outside its ticks. */
+  async runSchedule(name: string): Promise<Job> {
+    return inTransaction(this.pool, async (c) => {
+      const { rows } = await this.run(lockSchedule, [name], c);
+      if (!rows[0]) throw new NotFoundError(`schedule "${name}" does not exist`);
+      const [made] = await this.insert(c, [toRecord(rows[0].job as unknown as ScheduleJob)]);
+      if (made instanceof Error) throw made;
+      await this.run(markScheduleRun, [name, new Date(made.job.createdAt), made.job.id, rows[0].next_run_at], c);
+      return made.job;
+    });
+  }
+
+  /**
+   * One scheduler turn: makes the job of every due schedule, for its LATEST tick that has come
+   * (ticks missed while no scheduler ran are skipped), with the idempotency key
+   * schedule:NAME:TICK_ISO, and moves it to its next tick, all in one transaction. Only one
+   * process takes a turn at a time; `busy` says another one has it now (try again shortly).
+   */
+  async fireDueSchedules(): Promise<{ busy: boolean; made: Job[] }> {
+    return inTransaction(this.pool, async (c) => {
+      const turn = (await this.run(schedulerTurn, [], c)).rows[0];
+      if (!turn.ok) return { busy: true, made: [] };
+      const made: Job[] = [];
+      for (const s of (await this.run(dueSchedules, [], c)).rows) {
+        const tick = latestTick(s.cron, s.timezone, turn.now) ?? s.next_run_at!;
+        const key = `schedule:${s.name}:${tick.toISOString()}`;
+        const [r] = await this.insert(c, [toRecord({ ...(s.job as unknown as ScheduleJob), idempotencyKey: key })]);
+        if (r instanceof Error) throw r;
+        made.push(r.job);
+        await this.run(markScheduleRun, [s.name, tick, r.job.id, nextTick(s.cron, s.timezone, turn.now)], c);
+      }
+      return { busy: false, made };
+    });
+  }
+
+  /** When the next unpaused schedule is due, or null. */
+  async nextScheduleDue(): Promise<Date | null> {
+    const at = (await this.run(nextScheduleDue, [])).rows[0]?.at_ms;
+    return at == null ? null : new Date(at);
   }
 
   // ---- the worker registry ------------------------------------------------------------------

@@ -13,6 +13,7 @@ import { registerDocs, registerOpenApi } from './routes/docs.ts';
 import { enqueueRoutes } from './routes/enqueue.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { queueRoutes } from './routes/queues.ts';
+import { scheduleRoutes } from './routes/schedules.ts';
 import { healthRoutes } from './routes/health.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { eventRoutes } from './routes/events.ts';
@@ -80,6 +81,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   enqueueRoutes(app, ctx);
   jobRoutes(app, ctx);
   queueRoutes(app, ctx);
+  scheduleRoutes(app, ctx);
   eventRoutes(app, ctx);
   healthRoutes(app, ctx);
   metricsRoutes(app, ctx);

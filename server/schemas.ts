@@ -261,6 +261,43 @@ export const workers = {
   },
 } as const;
 
+const { idempotencyKey: _key, ...scheduleJobProperties } = enqueueInput.properties;
+
+/** PUT /api/schedules/:name. The cron expression and the zone are checked by croner (400s). */
+export const scheduleInput = {
+  type: 'object',
+  required: ['cron', 'job'],
+  additionalProperties: false,
+  properties: {
+    cron: { type: 'string', minLength: 1, maxLength: 200, description: '5 fields (minute hour day month weekday), or 6 with seconds first' },
+    timezone: { type: 'string', minLength: 1, maxLength: 64, description: `IANA time zone (default ${DEFAULTS.timezone})` },
+    job: { ...enqueueInput, properties: scheduleJobProperties, description: 'the job each tick makes: an enqueue body without idempotencyKey' },
+    paused: { type: 'boolean', description: 'a paused schedule makes no jobs; resuming starts from the next tick' },
+  },
+} as const;
+
+export const scheduleParams = {
+  type: 'object',
+  required: ['name'],
+  properties: { name: name('the schedule') },
+} as const;
+
+export const schedule = {
+  $id: 'Schedule',
+  title: 'Schedule',
+  type: 'object',
+  properties: {
+    name: { type: 'string' },
+    cron: { type: 'string' },
+    timezone: { type: 'string' },
+    job: { type: 'object', additionalProperties: true },
+    paused: { type: 'boolean' },
+    nextRunAt: nullable('string', { format: 'date-time' }),
+    lastRunAt: nullable('string', { format: 'date-time' }),
+    lastJobId: nullable('string'),
+  },
+} as const;
+
 export const health = {
   type: 'object',
   properties: {
@@ -285,4 +322,4 @@ export const health = {
 } as const;
 
 /** Shared schemas, registered once with app.addSchema. */
-export const sharedSchemas = [job, jobEvent, error, queueInfo];
+export const sharedSchemas = [job, jobEvent, error, queueInfo, schedule];

@@ -26,6 +26,7 @@ import { LeaseKeeper } from './leases.ts';
 import { HeldQueues } from './held-queues.ts';
 import { Maintenance } from './maintenance.ts';
 import { Registry } from './registry.ts';
+import { Scheduler } from './scheduler.ts';
 import { Slots, type ActiveJob } from './slots.ts';
 import { loadTasks, type Task } from './tasks.ts';
 
@@ -57,6 +58,8 @@ export interface WorkerOptions {
    */
   asyncCommit?: boolean;
   reapEveryMs?: number;
+  /** Run the scheduler of recurring jobs (default true: every worker does; one acts per tick). */
+  scheduler?: boolean;
   logger?: Logger;
 }
 
@@ -83,6 +86,7 @@ export class Worker {
   private completions!: Completions;
   private maintenance!: Maintenance;
   private registry!: Registry;
+  private scheduler?: Scheduler;
   private held!: HeldQueues;
   private heldReadAt = 0;
   /** Which claim goes first this time: the plain one (0) or the n-th limited queue. */
@@ -201,6 +205,10 @@ export class Worker {
     await this.registry.start();
     await this.refreshHeld();
     this.claimer.start();
+    if (opts.scheduler ?? true) {
+      this.scheduler = new Scheduler(this.queue, log);
+      this.scheduler.start();
+    }
     this.leases.start();
     this.maintenance.start();
     if (!listening) this.claimer.wake('start (polling only)');
@@ -216,6 +224,8 @@ export class Worker {
     } else if (channel === CONTROL_CHANNEL && payload === `cancel ${this.id}`) {
       // The renewal's answer says which of our jobs were asked to cancel.
       this.leases.renewNow();
+    } else if (channel === CONTROL_CHANNEL && payload === 'schedules') {
+      this.scheduler?.changed();
     } else if (channel === CONTROL_CHANNEL && payload === 'queues') {
       // Settings changed: a resumed or newly limited queue may have work for us.
       void this.refreshHeld().then(() => this.claimer.wake('queue settings changed'));
@@ -295,7 +305,7 @@ export class Worker {
     const { log } = this;
     const graceMs = this.opts.shutdownGraceMs ?? DEFAULTS.shutdownGraceMs;
     log.info({ running: this.slots.running().length, graceMs }, 'worker stopping: no new claims');
-    await Promise.all([this.claimer.stop(), this.maintenance.stop()]);
+    await Promise.all([this.claimer.stop(), this.maintenance.stop(), this.scheduler?.stop()]);
     // Off the list before the grace period: nothing new comes to this worker.
     await this.registry.stop();
     if (!(await this.slots.whenIdle(graceMs))) {

@@ -20,7 +20,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       tags: [
         { name: 'jobs', description: 'Enqueue and manage jobs' },
         { name: 'events', description: 'The event stream' },
-        { name: 'operations', description: 'Queues, workers, health and metrics' },
+        { name: 'operations', description: 'Queues and their settings, workers, health and metrics' },
+        { name: 'schedules', description: 'Recurring jobs (cron)' },
       ],
     },
   });

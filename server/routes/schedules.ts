@@ -1,0 +1,78 @@
+// Recurring jobs: list, create or replace, delete, and run now. The workers' scheduler makes
+// the jobs at each tick.
+import type { FastifyInstance } from 'fastify';
+import { NotFoundError } from '../../queue/errors.ts';
+import type { ScheduleInput } from '../../queue/queue.ts';
+import type { ServerContext } from '../context.ts';
+import { errors, jobRef, scheduleInput, scheduleParams } from '../schemas.ts';
+
+const scheduleRef = { $ref: 'Schedule#' };
+const nameOf = (params: unknown) => (params as { name: string }).name;
+
+export function scheduleRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  app.get(
+    '/api/schedules',
+    {
+      config: { role: 'viewer' },
+      schema: {
+        tags: ['schedules'],
+        summary: 'Every schedule, with its next and last run and the last job it made',
+        response: { 200: { type: 'object', properties: { schedules: { type: 'array', items: scheduleRef } } }, ...errors(401, 403) },
+      },
+    },
+    async () => ({ schedules: await ctx.queue.schedules() }),
+  );
+
+  app.put(
+    '/api/schedules/:name',
+    {
+      config: { role: 'admin' },
+      schema: {
+        tags: ['schedules'],
+        summary: 'Create or replace a schedule',
+        description:
+          'Each tick makes exactly one job (idempotency key schedule:NAME:TICK_ISO), whatever the number of workers. ' +
+          'Ticks missed while no worker ran: only the latest one runs, once. The next tick counts from now.',
+        params: scheduleParams,
+        body: scheduleInput,
+        response: { 200: { ...scheduleRef, description: 'replaced' }, 201: { ...scheduleRef, description: 'created' }, ...errors(400, 401, 403) },
+      },
+    },
+    async (request, reply) => {
+      const { schedule, created } = await ctx.queue.putSchedule(nameOf(request.params), request.body as ScheduleInput);
+      return reply.code(created ? 201 : 200).send(schedule);
+    },
+  );
+
+  app.delete(
+    '/api/schedules/:name',
+    {
+      config: { role: 'admin' },
+      schema: {
+        tags: ['schedules'],
+        summary: 'Delete a schedule (jobs it made stay)',
+        params: scheduleParams,
+        response: { 204: { type: 'null', description: 'deleted' }, ...errors(400, 401, 403, 404) },
+      },
+    },
+    async (request, reply) => {
+      const name = nameOf(request.params);
+      if (!(await ctx.queue.deleteSchedule(name))) throw new NotFoundError(`schedule "${name}" does not exist`);
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/api/schedules/:name/run',
+    {
+      config: { role: 'admin' },
+      schema: {
+        tags: ['schedules'],
+        summary: "Make the schedule's job now",
+        params: scheduleParams,
+        response: { 201: jobRef, ...errors(400, 401, 403, 404) },
+      },
+    },
+    async (request, reply) => reply.code(201).send(await ctx.queue.runSchedule(nameOf(request.params))),
+  );
+}
