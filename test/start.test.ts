@@ -5,7 +5,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startEmbedded } from '../queue/embedded.ts';
 import { spawnCommand, spawnHerald, type HeraldProcess } from './support/herald-process.ts';
 
 let proc: HeraldProcess | undefined;
@@ -71,6 +73,33 @@ describe('herald start that cannot start', () => {
       if (fs.existsSync(pidFile)) expect(alive(Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]))).toBe(false);
     } finally {
       blocker.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('herald migrate that fails', () => {
+  it('exits 1 with the reason and stops the PostgreSQL it started', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-migrate-'));
+    fs.chmodSync(dir, 0o755);
+    try {
+      // A database that already holds a schema `herald` of its own: the first migration cannot apply.
+      const pgc = await startEmbedded(dir);
+      const client = new pg.Client({ connectionString: pgc.url });
+      await client.connect();
+      await client.query('CREATE SCHEMA herald; CREATE TABLE herald.jobs (mine int)');
+      await client.end();
+      await pgc.stop();
+
+      const failed = spawnHerald(['migrate'], { HERALD_DATA_DIR: dir, DATABASE_URL: undefined, HERALD_LISTEN_URL: undefined });
+      const ready = failed.waitForMessage(/^embedded PostgreSQL ready$/);
+      const { code } = await failed.exited;
+      expect(code).toBe(1);
+      expect((await ready).reused).toBe(false);
+      expect(failed.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('herald: '))).toHaveLength(1);
+      const pidFile = path.join(dir, 'pgdata', 'postmaster.pid');
+      if (fs.existsSync(pidFile)) expect(alive(Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]))).toBe(false);
+    } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
