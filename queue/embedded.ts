@@ -173,8 +173,11 @@ class PgCtl {
     try {
       await this.run(['start', '-D', this.pgdata, '-l', this.logFile, '-w', '-t', '60', '-o', flags]);
     } catch (err) {
-      // A server still starting after the timeout must not outlive this failure.
-      await this.run(['stop', '-D', this.pgdata, '-m', 'immediate', '-w']).catch(() => {});
+      // A server still starting after the timeout must not outlive this failure. (Any other
+      // failure left no server of ours: a postmaster running now would be a sibling process's.)
+      if (/did not start in time/.test((err as Error).message)) {
+        await this.run(['stop', '-D', this.pgdata, '-m', 'immediate', '-w']).catch(() => {});
+      }
       // The reason is in the server log, not in pg_ctl's "could not start server".
       throw new Error(`${(err as Error).message}\n${readFrom(this.logFile, logStart)}`);
     }
