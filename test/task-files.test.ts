@@ -6,11 +6,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { until, workerTestContext } from './fixtures/worker-process.ts';
-import { spawnHerald } from './support/herald-process.ts';
+import { spawnHerald, type HeraldProcess } from './support/herald-process.ts';
 
 const t = workerTestContext();
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-tasks-'));
-afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+const refused: HeraldProcess[] = [];
+afterAll(async () => {
+  await Promise.all(refused.map((p) => p.dispose()));
+  fs.rmSync(root, { recursive: true, force: true });
+});
 
 // The same handler in both syntaxes; TypeScript files carry annotations, so they need compiling.
 const esm = (ts: boolean) => `export default async (payload${ts ? ': { n: number }' : ''}) => ({ doubled: payload.n * 2 });\n`;
@@ -68,6 +72,7 @@ describe('task files outside the repository', () => {
     const dir = fs.mkdtempSync(path.join(root, 'bad-'));
     fs.writeFileSync(path.join(dir, file), text);
     const proc = spawnHerald(['worker', '--tasks', dir], { DATABASE_URL: t.db.url });
+    refused.push(proc);
     const { code } = await proc.exited;
     expect(code).toBe(1);
     const errors = proc.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('herald: '));
