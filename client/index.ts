@@ -3,12 +3,14 @@
 // Last-Event-ID after a dropped connection, so a consumer sees every event exactly once.
 import { createParser } from 'eventsource-parser';
 import type { Job, JobEvent } from '../queue/job.ts';
-import type { EnqueueInput as CoreEnqueueInput, QueueCount } from '../queue/queue.ts';
+import type {
+  EnqueueInput as CoreEnqueueInput, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo,
+} from '../queue/queue.ts';
 import type { JobStatus } from '../queue/schema.ts';
 
-export type { Job, JobStatus };
-/** Job counts of one queue (GET /api/queues). */
-export type QueueCounts = QueueCount;
+export type { Job, JobStatus, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo };
+/** Job counts and settings of one queue (GET /api/queues). */
+export type QueueCounts = QueueInfo;
 
 /** A job event as the API shows it. */
 export type ApiJobEvent = Omit<JobEvent, 'cursor'>;
@@ -120,7 +122,9 @@ export class HeraldClient {
       signal: init.signal,
     });
     if (!res.ok) throw await apiError(res);
-    return { status: res.status, headers: res.headers, body: (await res.json()) as T };
+    // 204 (a delete) has no body.
+    const reply = res.status === 204 ? undefined : await res.json();
+    return { status: res.status, headers: res.headers, body: reply as T };
   }
 
   /** Adds a job. 409 (a reused key with a different job) and 4xx throw HeraldApiError. */
@@ -166,6 +170,35 @@ export class HeraldClient {
 
   async queues(): Promise<QueueCounts[]> {
     return (await this.call<{ queues: QueueCounts[] }>('GET', '/api/queues')).body.queues;
+  }
+
+  /** Pause or resume a queue, or set/clear its limits (admin). Absent keys stay; null clears a limit. */
+  async patchQueue(queue: string, patch: QueueSettingsPatch): Promise<QueueInfo> {
+    return (await this.call<QueueInfo>('PATCH', `/api/queues/${encodeURIComponent(queue)}`, patch)).body;
+  }
+
+  /** Every live worker, idle ones too. */
+  async workers(): Promise<WorkerInfo[]> {
+    return (await this.call<{ workers: WorkerInfo[] }>('GET', '/api/workers')).body.workers;
+  }
+
+  async schedules(): Promise<Schedule[]> {
+    return (await this.call<{ schedules: Schedule[] }>('GET', '/api/schedules')).body.schedules;
+  }
+
+  /** Creates or replaces a schedule (admin); `created` says which. */
+  async putSchedule(name: string, input: ScheduleInput): Promise<{ schedule: Schedule; created: boolean }> {
+    const res = await this.call<Schedule>('PUT', `/api/schedules/${encodeURIComponent(name)}`, input);
+    return { schedule: res.body, created: res.status === 201 };
+  }
+
+  async deleteSchedule(name: string): Promise<void> {
+    await this.call<unknown>('DELETE', `/api/schedules/${encodeURIComponent(name)}`);
+  }
+
+  /** Makes the schedule's job now (admin). */
+  async runSchedule(name: string): Promise<Job> {
+    return (await this.call<Job>('POST', `/api/schedules/${encodeURIComponent(name)}/run`)).body;
   }
 
   async health(): Promise<Health> {

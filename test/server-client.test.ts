@@ -20,6 +20,28 @@ async function apiError(p: Promise<unknown>): Promise<HeraldApiError> {
 }
 
 describe('HeraldClient', () => {
+  it('changes queue settings, manages schedules and lists workers', async () => {
+    expect(await admin.patchQueue('client-q', { concurrency: 2, rateLimit: { count: 5, periodMs: 1000 } })).toMatchObject({
+      queue: 'client-q', paused: false, concurrency: 2, groupConcurrency: null, rateLimit: { count: 5, periodMs: 1000 },
+    });
+    expect((await admin.queues()).find((q) => q.queue === 'client-q')).toMatchObject({ concurrency: 2 });
+    expect((await apiError(producer.patchQueue('client-q', { paused: true }))).statusCode).toBe(403);
+    const bad = await apiError(admin.patchQueue('client-q', { concurrency: 0 }));
+    expect(bad.message).toMatch(/^concurrency must be an integer from 1 to 10000/);
+
+    const put = await admin.putSchedule('client-s', { cron: '0 * * * *', job: { kind: 'echo' } });
+    expect(put).toMatchObject({ created: true, schedule: { name: 'client-s', timezone: 'UTC', nextRunAt: expect.any(String) } });
+    expect((await admin.putSchedule('client-s', { cron: '30 * * * *', job: { kind: 'echo' } })).created).toBe(false);
+    expect((await admin.schedules()).map((x) => x.cron)).toEqual(['30 * * * *']);
+    const job = await admin.runSchedule('client-s');
+    expect(job).toMatchObject({ kind: 'echo', status: 'queued' });
+    await admin.deleteSchedule('client-s');
+    expect(await admin.schedules()).toEqual([]);
+    expect((await apiError(admin.deleteSchedule('client-s'))).statusCode).toBe(404);
+    expect((await apiError(admin.putSchedule('x', { cron: 'nope', job: { kind: 'echo' } }))).message).toMatch(/^cron "nope" has 1 field/);
+    expect(Array.isArray(await admin.workers())).toBe(true);
+  });
+
   it('enqueues, with idempotency keys and Date runAt', async () => {
     const runAt = new Date(Date.now() + 3_600_000);
     const a = await producer.enqueue({ kind: 'mail', payload: { to: 'a@b' }, runAt, priority: 5 }, { idempotencyKey: 'mail-1' });
