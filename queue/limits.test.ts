@@ -154,22 +154,26 @@ describe('waitingFor', () => {
     expect((await q.list({ queue: 'p' })).jobs[0].waitingFor).toBe('paused');
   });
 
-  it('a registered worker counts only while it holds its liveness lock and refreshes its row', async () => {
+  it('a registered worker counts while it holds its liveness lock and refreshes its row', async () => {
     const { job } = await q.enqueue({ kind: 'k' });
     expect((await q.get(job.id))!.waitingFor).toBeNull();
-    // A worker row whose liveness key nobody holds: dead.
+    // A worker row whose liveness key nobody holds: not listed, and the maintenance pass removes it.
     await q.registerWorker({ ...registration, lockKey: 424_242 });
-    expect((await q.get(job.id))!.waitingFor).toBe('no_worker');
     expect(await q.workers()).toEqual([]);
+    expect(await q.pruneWorkers()).toEqual([W]);
+    expect((await q.get(job.id))!.waitingFor).toBe('no_worker');
     const holder = new pg.Client({ connectionString: db.url });
     await holder.connect();
     try {
       await holder.query('SELECT pg_advisory_lock($1, $2)', [0x48524c44, 424_242]);
+      await q.registerWorker({ ...registration, lockKey: 424_242 });
       expect((await q.get(job.id))!.waitingFor).toBeNull();
       expect(await q.workers()).toMatchObject([{ worker: W, host: 'host', pid: 1, kinds: ['k'], concurrency: 4, running: 0, jobs: [] }]);
+      expect(await q.pruneWorkers()).toEqual([]);
       // Alive, but silent for too long (a frozen process): gone as well.
       await db.pool.query(`UPDATE herald.workers SET last_seen_at = now() - interval '1 minute'`);
       expect((await q.get(job.id))!.waitingFor).toBe('no_worker');
+      expect(await q.workers()).toEqual([]);
       expect(await q.pruneWorkers()).toEqual([W]);
     } finally {
       await holder.end();

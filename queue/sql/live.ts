@@ -14,6 +14,9 @@ export const WORKER_HEARTBEAT_MS = 2_000;
 /** A registry row not refreshed for this long is dead, lock or not (a frozen or cut-off process). */
 export const WORKER_STALE_MS = 10_000;
 
+/** A registry row `w` refreshed lately. */
+export const WORKER_SEEN_LATELY = `w.last_seen_at > now() - make_interval(secs => ${WORKER_STALE_MS / 1000})`;
+
 /**
  * A registered worker is live while its liveness lock is held (or it has none: a worker behind
  * a transaction pooler) and it refreshed its row lately. `w` is a herald.workers row; the query
@@ -21,4 +24,4 @@ export const WORKER_STALE_MS = 10_000;
  */
 export const WORKER_IS_LIVE = `
   (w.lock_key IS NULL OR w.lock_key IN (SELECT key FROM live_keys))
-  AND w.last_seen_at > now() - make_interval(secs => ${WORKER_STALE_MS / 1000})`;
+  AND ${WORKER_SEEN_LATELY}`;

@@ -1,10 +1,12 @@
-import { LIVE_KEYS, WORKER_IS_LIVE } from './live.ts';
+import { WORKER_SEEN_LATELY } from './live.ts';
 
 // Why a queued job is held back, as the Job JSON's waitingFor: the first reason that applies,
 // or NULL when the job is not queued or nothing holds it back (it starts when a slot frees).
 // Every statement that returns jobs to the API wraps its rows with this, so a read, an enqueue
-// and a retry all say the same thing. The live-worker CTEs run only if a queued, runnable job
-// reaches that test; each limit's count only if the queue has that limit.
+// and a retry all say the same thing. Workers count when their registry row is fresh: the
+// workers' maintenance deletes the row of one whose liveness lock vanished within about a
+// second, so this need not read pg_locks (it runs in every enqueue). Each limit's count runs
+// only if the queue has that limit.
 const WAITING_FOR = `
 CASE
   WHEN j.status <> 'queued' THEN NULL
@@ -33,8 +35,7 @@ END`;
  */
 export const withWaitingFor = (ctes: string, order = 'j.id') => `
 WITH ${ctes},
-live_keys AS MATERIALIZED (${LIVE_KEYS}),
-live_workers AS MATERIALIZED (SELECT w.* FROM herald.workers w WHERE ${WORKER_IS_LIVE})
+live_workers AS MATERIALIZED (SELECT w.* FROM herald.workers w WHERE ${WORKER_SEEN_LATELY})
 SELECT j.*, ${WAITING_FOR} AS waiting_for
 FROM rows j LEFT JOIN herald.queues s ON s.queue = j.queue
 ORDER BY ${order}`;
