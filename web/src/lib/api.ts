@@ -3,7 +3,7 @@
 
 import { auth } from './auth.svelte';
 import { normalizeEvent } from './store-core';
-import type { Health, Job, JobEvent, JobFilter, QueueCounts, WorkerInfo } from './types';
+import type { Health, Job, JobEvent, JobFilter, QueueCounts, QueueSettings, Schedule, WorkerInfo } from './types';
 
 export class ApiError extends Error {
   constructor(
@@ -117,6 +117,34 @@ export interface EnqueueInput {
 
 export function enqueueJob(input: EnqueueInput): Promise<Job> {
   return request('POST', '/api/jobs', { body: input });
+}
+
+/** Changes a queue's settings (admin): absent keys stay, null clears a limit. */
+export function patchQueue(queue: string, patch: Partial<QueueSettings>): Promise<QueueCounts> {
+  return request('PATCH', `/api/queues/${encodeURIComponent(queue)}`, { body: patch });
+}
+
+export async function listSchedules(): Promise<Schedule[]> {
+  return (await request<{ schedules: Schedule[] }>('GET', '/api/schedules')).schedules ?? [];
+}
+
+export interface ScheduleInput {
+  cron: string;
+  timezone?: string;
+  job: Record<string, unknown>;
+  paused?: boolean;
+}
+
+export function putSchedule(name: string, input: ScheduleInput): Promise<Schedule> {
+  return request('PUT', `/api/schedules/${encodeURIComponent(name)}`, { body: input });
+}
+
+export function deleteSchedule(name: string): Promise<null> {
+  return request('DELETE', `/api/schedules/${encodeURIComponent(name)}`);
+}
+
+export function runSchedule(name: string): Promise<Job> {
+  return request('POST', `/api/schedules/${encodeURIComponent(name)}/run`);
 }
 
 export async function listWorkers(): Promise<WorkerInfo[]> {

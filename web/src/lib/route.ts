@@ -1,10 +1,12 @@
-// Hash routes: #/ · #/jobs?queue=&status=&kind= · #/jobs/42 · #/enqueue · #/workers · #/health
+// Hash routes: #/ · #/jobs?queue=&status=&kind= · #/jobs/42 · #/queues/NAME · #/schedules · #/enqueue · #/workers · #/health
 
 export type Route =
   | { name: 'overview' }
   | { name: 'jobs'; query: Record<string, string> }
   | { name: 'job'; id: string }
   | { name: 'enqueue'; query: Record<string, string> }
+  | { name: 'queue'; queue: string }
+  | { name: 'schedules' }
   | { name: 'workers' }
   | { name: 'health' }
   | { name: 'notfound'; path: string };
@@ -20,6 +22,9 @@ export function parseHash(hash: string): Route {
   if (path === '/jobs') return { name: 'jobs', query };
   const m = /^\/jobs\/([^/]+)$/.exec(path);
   if (m) return { name: 'job', id: decodeURIComponent(m[1]) };
+  const q = /^\/queues\/([^/]+)$/.exec(path);
+  if (q) return { name: 'queue', queue: decodeURIComponent(q[1]) };
+  if (path === '/schedules') return { name: 'schedules' };
   if (path === '/enqueue') return { name: 'enqueue', query };
   if (path === '/workers') return { name: 'workers' };
   if (path === '/health') return { name: 'health' };
@@ -35,3 +40,4 @@ export function href(path: string, query: Record<string, string | null | undefin
 }
 
 export const jobHref = (id: string) => `#/jobs/${encodeURIComponent(id)}`;
+export const queueHref = (queue: string) => `#/queues/${encodeURIComponent(queue)}`;

@@ -53,6 +53,12 @@ export interface Job {
   progress: Progress | null;
   result: unknown;
   lastError: JobError | null;
+  group?: string | null;
+  tags?: string[];
+  timeoutMs?: number | null;
+  expireAt?: string | null;
+  /** Why a queued job is held back (null: it is not, or it is not queued). */
+  waitingFor?: WaitingFor | null;
   /** Board-only: the row was built from a stream event, so payload/result are not loaded. */
   partial?: boolean;
 }
@@ -71,7 +77,21 @@ export interface JobEvent {
   data: Record<string, unknown> | null;
 }
 
-export interface QueueCounts {
+export type WaitingFor = 'scheduled' | 'paused' | 'concurrency' | 'group_concurrency' | 'rate_limit' | 'no_worker';
+
+export interface RateLimit {
+  count: number;
+  periodMs: number;
+}
+
+export interface QueueSettings {
+  paused: boolean;
+  concurrency: number | null;
+  groupConcurrency: number | null;
+  rateLimit: RateLimit | null;
+}
+
+export interface QueueCounts extends Partial<QueueSettings> {
   queue: string;
   queued: number;
   scheduled: number;
@@ -79,6 +99,17 @@ export interface QueueCounts {
   succeeded: number;
   failed: number;
   cancelled: number;
+}
+
+export interface Schedule {
+  name: string;
+  cron: string;
+  timezone: string;
+  job: Record<string, unknown> & { kind: string; queue?: string };
+  paused: boolean;
+  nextRunAt: string | null;
+  lastRunAt: string | null;
+  lastJobId: string | null;
 }
 
 export interface JobFilter {
@@ -89,6 +120,15 @@ export interface JobFilter {
 
 export interface WorkerInfo {
   worker: string;
+  host?: string | null;
+  pid?: number | null;
+  /** null: every queue. */
+  queues?: string[] | null;
+  kinds?: string[] | null;
+  capabilities?: string[] | null;
+  concurrency?: number | null;
+  startedAt?: string | null;
+  lastSeenAt?: string | null;
   running: number;
   since: string | null;
   jobs: string[];
