@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
 import { spawnHerald, type HeraldProcess } from './support/herald-process.ts';
 import { startServer, waitUntil } from './system/support.ts';
+import { ensureFreshBoard } from './support/board-build.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ARTIFACTS = path.join(ROOT, 'test-artifacts');
@@ -143,28 +144,6 @@ function expectCleanTab(tab: Tab) {
 }
 
 // ---------------------------------------------------------------------------------------------
-
-/** Newest modification time of the board's sources (web/src, index.html, the Vite config). */
-function newestSource(dir = path.join(ROOT, 'web')): number {
-  let newest = 0;
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    if (entry.name === 'dist' || entry.name === 'node_modules' || entry.name.startsWith('.')) continue;
-    const p = path.join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestSource(p) : fs.statSync(p).mtimeMs);
-  }
-  return newest;
-}
-
-/**
- * The server serves web/dist. Build it when it is missing (as `herald start` does), and also when
- * it is older than its sources: a stale build would test yesterday's board.
- */
-async function ensureFreshBoard(): Promise<void> {
-  const index = path.join(ROOT, 'web', 'dist', 'index.html');
-  if (fs.existsSync(index) && fs.statSync(index).mtimeMs >= newestSource()) return;
-  const { build } = await import('vite');
-  await build({ configFile: path.join(ROOT, 'web', 'vite.config.ts'), logLevel: 'warn' });
-}
 
 beforeAll(async () => {
   await ensureFreshBoard();

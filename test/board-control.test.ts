@@ -1,0 +1,141 @@
+// The board's queue-control pages in headless Chromium (playwright-core, Debian's chromium),
+// against a real `herald server` and `herald worker` on this file's own database: the queue page
+// pauses, resumes and sets limits (and shows the server's 400), the schedules page creates,
+// runs, pauses and deletes, the workers page lists the registry, and a queued job's page says in
+// words why it is not running. Every step waits for what the screen shows.
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { spawnHerald, type HeraldProcess } from './support/herald-process.ts';
+import { startServer } from './system/support.ts';
+import { ensureFreshBoard } from './support/board-build.ts';
+
+const CHROMIUM = process.env.HERALD_CHROMIUM ?? '/usr/bin/chromium';
+
+let db: TestDatabase;
+let server: { proc: HeraldProcess; url: string };
+let worker: HeraldProcess;
+let workerId: string;
+let browser: Browser;
+
+const tid = (id: string) => `[data-testid="${id}"]`;
+
+beforeAll(async () => {
+  await ensureFreshBoard();
+  db = await createTestDatabase();
+  const env = { DATABASE_URL: db.url, HERALD_LOG_LEVEL: 'info' };
+  [server, worker, browser] = await Promise.all([
+    startServer(env),
+    (async () => {
+      const w = spawnHerald(['worker', '--queues', 'board-q,default'], env);
+      workerId = String((await w.waitForMessage(/^worker started$/, 60_000)).worker);
+      return w;
+    })(),
+    chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] }),
+  ]);
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await Promise.all([server?.proc.dispose(), worker?.dispose()]);
+  await db?.drop();
+});
+
+async function open(hash: string): Promise<{ page: Page; errors: string[]; close: () => Promise<void> }> {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  ctx.setDefaultTimeout(20_000);
+  const page = await ctx.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(`${server.url}/${hash}`);
+  return { page, errors, close: () => ctx.close() };
+}
+
+const text = (page: Page, id: string) => page.textContent(tid(id));
+
+it('the queue page pauses and resumes a queue, sets limits, and shows a 400 inline; a held job says why', async () => {
+  const { page, errors, close } = await open('#/queues/board-q');
+  await page.waitForSelector(`${tid('queue-state')}:text-is("active")`);
+  await page.click(tid('queue-pause'));
+  await page.waitForSelector(`${tid('queue-state')}:text-is("paused")`);
+  expect((await db.queue.counts('board-q'))[0].paused).toBe(true);
+
+  // A job of the paused queue: its page says why it does not run.
+  const { job } = await db.queue.enqueue({ kind: 'echo', queue: 'board-q' });
+  const jobTab = await open(`#/jobs/${job.id}`);
+  await jobTab.page.waitForSelector(`${tid('job-waiting')}[data-reason="paused"]`);
+  expect(await text(jobTab.page, 'job-waiting')).toContain('Its queue "board-q" is paused. It starts when the queue is resumed.');
+
+  // Limits: a bad value gets the server's message, a good one is saved.
+  await page.fill(tid('queue-concurrency'), '0');
+  await page.click(tid('queue-save'));
+  await page.waitForSelector(`${tid('queue-settings-error')}:has-text("concurrency must be an integer from 1 to 10000")`);
+  expect((await db.queue.counts('board-q'))[0].concurrency).toBeNull();
+  await page.fill(tid('queue-concurrency'), '2');
+  await page.fill(tid('queue-rate-count'), '10');
+  await page.fill(tid('queue-rate-period'), '1000');
+  await page.click(tid('queue-save'));
+  await page.waitForSelector(`${tid('queue-limits')}:has-text("concurrency 2")`);
+  expect((await db.queue.counts('board-q'))[0]).toMatchObject({ concurrency: 2, rateLimit: { count: 10, periodMs: 1000 } });
+
+  // Resume: the held job runs, and its page follows it.
+  await page.click(tid('queue-resume'));
+  await page.waitForSelector(`${tid('queue-state')}:text-is("active")`);
+  await jobTab.page.waitForSelector(`${tid('job-status')}:text-is("succeeded")`);
+  expect(await jobTab.page.$(tid('job-waiting'))).toBeNull();
+
+  // A job no worker takes says so.
+  const { job: orphan } = await db.queue.enqueue({ kind: 'echo', queue: 'nobody-takes-this' });
+  await jobTab.page.goto(`${server.url}/#/jobs/${orphan.id}`);
+  await jobTab.page.waitForSelector(`${tid('job-waiting')}[data-reason="no_worker"]`);
+  expect(await text(jobTab.page, 'job-waiting')).toContain('No live worker takes queue "nobody-takes-this"');
+  expect(errors).toEqual([]);
+  expect(jobTab.errors).toEqual([]);
+  await jobTab.close();
+  await close();
+});
+
+it('the schedules page creates, runs now, pauses, resumes and deletes a schedule, and shows bad cron as a 400', async () => {
+  const { page, errors, close } = await open('#/schedules');
+  await page.waitForSelector(`${tid('schedules-table')}:has-text("No schedules yet")`);
+  await page.fill(tid('schedule-name'), 'hourly-echo');
+  await page.fill(tid('schedule-cron'), 'every hour');
+  await page.fill(tid('schedule-job'), JSON.stringify({ kind: 'echo', queue: 'board-q', payload: { from: 'board' } }));
+  await page.click(tid('schedule-save'));
+  await page.waitForSelector(`${tid('schedule-form-error')}:has-text("has 2 field(s)")`);
+  expect(await db.queue.schedules()).toEqual([]);
+
+  await page.fill(tid('schedule-cron'), '0 * * * *');
+  await page.fill(tid('schedule-timezone'), 'Europe/Paris');
+  await page.click(tid('schedule-save'));
+  await page.waitForSelector(tid('schedule-row-hourly-echo'));
+  expect(await text(page, 'schedule-next-hourly-echo')).toMatch(/\d/);
+
+  await page.click(tid('schedule-run-hourly-echo'));
+  const link = await page.waitForSelector(`${tid('schedule-last-job-hourly-echo')} a`);
+  const jobId = (await link.textContent())!.replace('#', '');
+  expect((await db.queue.get(jobId))).toMatchObject({ kind: 'echo', queue: 'board-q', payload: { from: 'board' } });
+
+  await page.click(tid('schedule-pause-hourly-echo'));
+  await page.waitForSelector(`${tid('schedule-row-hourly-echo')}[data-paused="true"]`);
+  expect((await db.queue.schedules())[0]).toMatchObject({ paused: true, nextRunAt: null });
+  await page.click(tid('schedule-resume-hourly-echo'));
+  await page.waitForSelector(`${tid('schedule-row-hourly-echo')}[data-paused="false"]`);
+
+  await page.click(tid('schedule-delete-hourly-echo'));
+  await page.waitForSelector(`${tid('schedules-table')}:has-text("No schedules yet")`);
+  expect(await db.queue.schedules()).toEqual([]);
+  expect(errors).toEqual([]);
+  await close();
+});
+
+it('the workers page lists the registry, idle workers too', async () => {
+  const { page, errors, close } = await open('#/workers');
+  const row = await page.waitForSelector(tid(`worker-row-${workerId}`));
+  const takes = await text(page, `worker-takes-${workerId}`);
+  expect(takes).toContain('board-q, default');
+  expect(takes).toContain('echo');
+  expect(await row.textContent()).toContain(`pid ${worker.child.pid}`);
+  expect(errors).toEqual([]);
+  await close();
+});
