@@ -4,6 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
 import type { Queue } from './queue.ts';
+import { claimJobs } from './sql/claim.ts';
 
 let db: TestDatabase;
 let q: Queue;
@@ -53,6 +54,23 @@ describe('queue settings', () => {
 });
 
 describe('the plain claim', () => {
+  it("the gate's test does not shrink the planner's estimate, even when the table holds one queue only", async () => {
+    // With one queue, the column's statistics (ndistinct 1) could make the gate's test look as
+    // if it matched no row; the planner would then sort the whole queue instead of walking the
+    // claim-order index. The estimate with the test must stay that of the claim without it.
+    await db.pool.query(`INSERT INTO herald.jobs (kind) SELECT 'k' FROM generate_series(1, 5000)`);
+    await db.pool.query('ANALYZE herald.jobs');
+    const values = [null, [], 16, W, null, 30_000, ['k']];
+    const estimate = async (text: string) => {
+      const { rows } = await db.pool.query({ text: `EXPLAIN ${text}`, values });
+      const scan = rows.map((r) => r['QUERY PLAN'] as string).find((l) => /Scan (using jobs_claim_order )?on jobs /.test(l))!;
+      return Number(/rows=(\d+)/.exec(scan)![1]);
+    };
+    const withoutGate = claimJobs.text.replace(/^.*held FROM gate.*$/m, '');
+    expect(withoutGate).not.toEqual(claimJobs.text);
+    expect(await estimate(claimJobs.text)).toBeGreaterThanOrEqual(0.8 * (await estimate(withoutGate)));
+  });
+
   it('leaves paused and limited queues alone, and takes them again once cleared', async () => {
     await q.enqueueMany([{ kind: 'k', queue: 'free' }, { kind: 'k', queue: 'paused' }, { kind: 'k', queue: 'limited' }]);
     await q.patchQueue('paused', { paused: true });
