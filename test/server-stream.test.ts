@@ -1,6 +1,7 @@
 // The SSE stream over real HTTP: live start, replay, resume after many dropped connections
 // while workers run, filters, bad cursors, and two servers on one database. What a client
 // receives is checked against the job_events rows: same events, (tx, id) order, no gap, no repeat.
+import http from 'node:http';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createParser } from 'eventsource-parser';
 import { HeraldApiError, HeraldClient, type EventStream, type StreamEvent } from '../client/index.ts';
@@ -143,6 +144,24 @@ describe('live stream', () => {
     expect(events[30].kind).toBe('live');
     open.pop()!.close();
     await done;
+  });
+
+  it('replays pages far larger than the socket buffer to a client that reads late, without piling up drain listeners', async () => {
+    // 2,500 events of ~1 kB: each replay page is ~60 socket buffers. Writing a page without
+    // waiting for 'drain' queued one listener per write (MaxListenersExceededWarning), which
+    // test/support/no-warnings.ts turns into a failure of this test.
+    await db.queue.enqueueMany(Array.from({ length: 2500 }, (_, i) => ({ kind: 'k', payload: { i, pad: 'x'.repeat(900) } })));
+    const seen: string[] = [];
+    const parser = createParser({ onEvent: (m) => m.data && seen.push(JSON.parse(m.data).eventId) });
+    const res = await new Promise<http.IncomingMessage>((resolve) => http.get(`${s.url}/api/events?lastEventId=0`, resolve));
+    res.pause();
+    await until(() => s.hub.sessions.size > 0);
+    res.on('data', (chunk: Buffer) => parser.feed(chunk.toString('utf8')));
+    res.resume();
+    await until(() => seen.length === 2500);
+    expect(seen).toEqual((await rows()).map((r) => r.id));
+    res.destroy();
+    await until(() => s.hub.sessions.size === 0);
   });
 
   it('resumes a live-only client from where it began, even before its first event', async () => {
