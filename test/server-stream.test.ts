@@ -133,6 +133,23 @@ describe('live stream', () => {
     await stream.close();
   });
 
+  it('gives every time in event data as ISO 8601 UTC with a Z, like `at`', async () => {
+    const stream = await openStream(`${s.url}/api/events`);
+    const runAt = new Date(Date.now() - 1000).toISOString();
+    const { job } = await db.queue.enqueue({ kind: 'times', runAt, maxAttempts: 2 });
+    const [lease] = await db.queue.claim({ worker: 'w', limit: 1, leaseMs: 60_000 });
+    await db.queue.fail('w', [{ id: lease!.id, attempt: lease!.attempt, error: new Error('again') }]);
+    await until(() => stream.messages.length === 3);
+    const byType = Object.fromEntries(stream.messages.map((m) => [m.json!.type, m.json!]));
+    const iso = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+    for (const e of Object.values(byType)) expect(e.at).toMatch(iso);
+    expect((byType.enqueued.data as { runAt: string }).runAt).toBe(runAt);
+    expect((byType.claimed.data as { leaseExpiresAt: string }).leaseExpiresAt).toMatch(iso);
+    expect((byType.retry_scheduled.data as { runAt: string }).runAt).toMatch(iso);
+    expect((byType.retry_scheduled.data as { runAt: string }).runAt).toBe((await db.queue.get(job.id))!.runAt);
+    await stream.close();
+  });
+
   it('replays from 0, then goes on live', async () => {
     const first = await db.queue.enqueueMany(Array.from({ length: 30 }, () => ({ kind: 'k' })));
     const { events, done } = collect(client.events({ lastEventId: '0' }));
