@@ -140,13 +140,15 @@ describe('live stream', () => {
     const [lease] = await db.queue.claim({ worker: 'w', limit: 1, leaseMs: 60_000 });
     await db.queue.fail('w', [{ id: lease!.id, attempt: lease!.attempt, error: new Error('again') }]);
     await until(() => stream.messages.length === 3);
-    const byType = Object.fromEntries(stream.messages.map((m) => [m.json!.type, m.json!]));
+    const byType: Record<string, { at: string; data: Record<string, string> }> = Object.fromEntries(
+      stream.messages.map((m) => [m.json!.type as string, m.json as { at: string; data: Record<string, string> }]),
+    );
     const iso = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
     for (const e of Object.values(byType)) expect(e.at).toMatch(iso);
-    expect((byType.enqueued.data as { runAt: string }).runAt).toBe(runAt);
-    expect((byType.claimed.data as { leaseExpiresAt: string }).leaseExpiresAt).toMatch(iso);
-    expect((byType.retry_scheduled.data as { runAt: string }).runAt).toMatch(iso);
-    expect((byType.retry_scheduled.data as { runAt: string }).runAt).toBe((await db.queue.get(job.id))!.runAt);
+    expect(byType.enqueued.data.runAt).toBe(runAt);
+    expect(byType.claimed.data.leaseExpiresAt).toMatch(iso);
+    expect(byType.retry_scheduled.data.runAt).toMatch(iso);
+    expect(byType.retry_scheduled.data.runAt).toBe((await db.queue.get(job.id))!.runAt);
     await stream.close();
   });
 
