@@ -69,7 +69,7 @@ describe('migrate', () => {
     const rows = await query(url, `
       SELECT (SELECT count(*)::int FROM drizzle.__drizzle_migrations) AS applied,
              (SELECT array_agg(tgname::text ORDER BY tgname) FROM pg_trigger WHERE NOT tgisinternal) AS triggers`);
-    expect(rows[0]).toEqual({ applied: 3, triggers: ['job_events_after_insert', 'jobs_after_insert', 'jobs_after_update'] });
+    expect(rows[0]).toEqual({ applied: 4, triggers: ['job_events_after_insert', 'jobs_after_insert', 'jobs_after_update'] });
   });
 
   it('upgrades a database made by the first landed migrations to head, keeping its jobs and events', async () => {
@@ -94,8 +94,18 @@ describe('migrate', () => {
       await migrate(url);
 
       expect(await query(url, 'SELECT * FROM herald.jobs ORDER BY id')).toEqual(jobsBefore);
-      expect(await query(url, 'SELECT id, job_id, tx::text, type, status, attempt, data FROM herald.job_events ORDER BY id')).toEqual(eventsBefore);
-      expect(await query(url, 'SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations')).toEqual([{ n: 3 }]);
+      // The same events; only the times in their data now read as ISO 8601 UTC with a Z, like `at`.
+      const iso = (t: unknown) => (typeof t === 'string' ? new Date(t).toISOString() : t);
+      const timesAsIso = (data: Record<string, unknown>) => ({
+        ...data,
+        ...('runAt' in data ? { runAt: iso(data.runAt) } : {}),
+        ...('leaseExpiresAt' in data ? { leaseExpiresAt: iso(data.leaseExpiresAt) } : {}),
+      });
+      expect(await query(url, 'SELECT id, job_id, tx::text, type, status, attempt, data FROM herald.job_events ORDER BY id')).toEqual(
+        eventsBefore.map((e) => ({ ...e, data: timesAsIso(e.data as Record<string, unknown>) })),
+      );
+      expect(eventsBefore.some((e) => typeof (e.data as { runAt?: unknown }).runAt === 'string' && !String((e.data as { runAt: string }).runAt).endsWith('Z'))).toBe(true);
+      expect(await query(url, 'SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations')).toEqual([{ n: 4 }]);
       // Head's functions are in place: the wake-up is rounded up, so a timer never fires early.
       expect(await scheduledWakeUp(url, 'after')).toBe(`after ${WHOLE_MS + 1}`);
       // A job claimed before the upgrade finishes after it, and the triggers still log it.
