@@ -16,8 +16,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
 import { spawnHerald, type HeraldProcess } from './support/herald-process.ts';
-import { Gates } from './support/gates.ts';
-import { TASKS_DIR } from './fixtures/worker-process.ts';
+import { GATED_TASKS_DIR, Gates } from './support/gates.ts';
 import { startServer, waitUntil } from './system/support.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -180,7 +179,7 @@ beforeAll(async () => {
     startServer(env),
     startServer({ ...env, HERALD_TOKENS: TOKENS }),
     (async () => {
-      const w = spawnHerald(['worker', '--concurrency', '20', '--tasks', TASKS_DIR], env);
+      const w = spawnHerald(['worker', '--concurrency', '20', '--tasks', GATED_TASKS_DIR], env);
       await w.waitForMessage(/^worker started$/, 60_000);
       return w;
     })(),

@@ -1,8 +1,8 @@
 // A SIGKILLed worker's job is re-run by another worker long before its lease would run out:
 // its liveness lock vanished with its connection, and the reaper noticed.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { TASKS_DIR, until, workerTestContext } from './fixtures/worker-process.ts';
-import { Gates } from './support/gates.ts';
+import { until, workerTestContext } from './fixtures/worker-process.ts';
+import { GATED_TASKS_DIR, Gates } from './support/gates.ts';
 
 const t = workerTestContext();
 let gates: Gates;
@@ -14,7 +14,7 @@ afterAll(() => gates.close());
 it('re-runs the job of a SIGKILLed worker on another worker within seconds, and the dead attempt writes nothing', async () => {
   const env = { HERALD_LEASE_MS: '30000', HERALD_POLL_MS: '60000' };
   const { db } = t;
-  const workers = await Promise.all([1, 2].map(() => t.spawn({ args: ['--concurrency', '2', '--tasks', TASKS_DIR], env })));
+  const workers = await Promise.all([1, 2].map(() => t.spawn({ args: ['--concurrency', '2', '--tasks', GATED_TASKS_DIR], env })));
   // Held running until the test opens its gate, after the kill.
   const gate = gates.create();
   const { job } = await db.queue.enqueue({ kind: 'gated', payload: { gate: gate.url } });

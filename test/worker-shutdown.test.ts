@@ -1,8 +1,8 @@
 // SIGTERM: the worker stops claiming, lets short jobs finish, hands back the ones still running
 // when the grace period ends (event 'released', attempt not burned) and exits 0.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { TASKS_DIR, until, workerTestContext } from './fixtures/worker-process.ts';
-import { Gates } from './support/gates.ts';
+import { until, workerTestContext } from './fixtures/worker-process.ts';
+import { GATED_TASKS_DIR, Gates } from './support/gates.ts';
 
 const t = workerTestContext();
 let gates: Gates;
@@ -14,7 +14,7 @@ afterAll(() => gates.close());
 it('drains short jobs, releases long ones after the grace period, and exits 0', async () => {
   const { db } = t;
   const worker = await t.spawn({
-    args: ['--concurrency', '4', '--tasks', TASKS_DIR],
+    args: ['--concurrency', '4', '--tasks', GATED_TASKS_DIR],
     // Ample for the test to open the short job's gate once the worker is stopping.
     env: { HERALD_SHUTDOWN_GRACE_MS: '10000', HERALD_POLL_MS: '60000' },
   });

@@ -1,9 +1,14 @@
-// Jobs the test releases. A `gated` task (test/fixtures/tasks/gated.ts) runs in a real worker
+// Jobs the test releases. A `gated` task (test/fixtures/gated-tasks/gated.ts) runs in a real worker
 // process and, before each of its steps, long-polls this loopback HTTP server until the test
 // opens that step. So a test can hold a job running (or at a given progress) for exactly as long
 // as it needs, whatever the machine's load, instead of hoping a timed job outlasts its steps.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** `--tasks` for a worker that runs gated jobs. */
+export const GATED_TASKS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'gated-tasks');
 
 export interface Gate {
   /** Goes into the job's payload: `{gate: gate.url, steps}`. */
