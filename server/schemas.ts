@@ -10,6 +10,8 @@ const name = (description: string) => ({ type: 'string', minLength: 1, maxLength
 const jobId = { type: 'string', pattern: '^[0-9]{1,19}$', description: 'a job id (digits)' };
 const nullable = (type: string, extra: object = {}) => ({ type: [type, 'null'], ...extra });
 const dateTime = { type: 'string', format: 'date-time' };
+/** A reply object: every property is always sent (null when empty), so the document says so. */
+const reply = <P extends Record<string, object>>(properties: P) => ({ type: 'object', required: Object.keys(properties), properties }) as const;
 
 export const MAX_BATCH = 1000;
 export const MAX_WAIT_MS = 60_000;
@@ -48,8 +50,7 @@ export const enqueueInput = {
 export const job = {
   $id: 'Job',
   title: 'Job',
-  type: 'object',
-  properties: {
+  ...reply({
     id: { type: 'string' },
     queue: { type: 'string' },
     kind: { type: 'string' },
@@ -81,15 +82,14 @@ export const job = {
       enum: [...WAITING_REASONS, null],
       description: 'why a queued job is held back: runAt ahead, queue paused, a limit reached, or no live worker takes it',
     },
-  },
+  }),
 } as const;
 
 /** A job_events row as the API shows it; the SSE `data:` has the same fields. */
 export const jobEvent = {
   $id: 'JobEvent',
   title: 'JobEvent',
-  type: 'object',
-  properties: {
+  ...reply({
     eventId: { type: 'string' },
     jobId: { type: 'string' },
     queue: { type: 'string' },
@@ -100,18 +100,17 @@ export const jobEvent = {
     worker: nullable('string'),
     at: dateTime,
     data: {},
-  },
+  }),
 } as const;
 
 export const error = {
   $id: 'Error',
   title: 'Error',
-  type: 'object',
-  properties: {
+  ...reply({
     statusCode: { type: 'integer' },
     error: { type: 'string' },
     message: { type: 'string' },
-  },
+  }),
 } as const;
 
 
@@ -217,49 +216,40 @@ export const queueParams = {
 export const queueInfo = {
   $id: 'QueueInfo',
   title: 'QueueInfo',
-  type: 'object',
-  properties: {
+  ...reply({
     queue: { type: 'string' },
     ...Object.fromEntries(['queued', 'scheduled', 'running', 'succeeded', 'failed', 'cancelled'].map((k) => [k, { type: 'integer' }])),
     paused: { type: 'boolean' },
     concurrency: nullable('integer'),
     groupConcurrency: nullable('integer'),
     rateLimit: nullable('object', { properties: { count: { type: 'integer' }, periodMs: { type: 'integer' } } }),
-  },
+  }),
 } as const;
 
-export const queueCounts = {
-  type: 'object',
-  properties: { queues: { type: 'array', items: { $ref: 'QueueInfo#' } } },
-} as const;
+export const queueCounts = reply({ queues: { type: 'array', items: ref('QueueInfo') } });
 
 const strings = { type: 'array', items: { type: 'string' } };
+const nullableStrings = (description?: string) => ({ type: ['array', 'null'], items: { type: 'string' }, ...(description ? { description } : {}) });
 
-export const workers = {
-  type: 'object',
-  properties: {
-    workers: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: {
-          worker: { type: 'string', description: 'host:pid:random, as in lockedBy' },
-          host: nullable('string'),
-          pid: nullable('integer'),
-          queues: { type: ['array', 'null'], items: { type: 'string' }, description: 'null: every queue' },
-          kinds: { type: ['array', 'null'], items: { type: 'string' } },
-          capabilities: { type: ['array', 'null'], items: { type: 'string' } },
-          concurrency: nullable('integer'),
-          running: { type: 'integer' },
-          startedAt: nullable('string', { format: 'date-time' }),
-          lastSeenAt: nullable('string', { format: 'date-time' }),
-          since: nullable('string', { format: 'date-time' }),
-          jobs: strings,
-        },
-      },
-    },
+export const workers = reply({
+  workers: {
+    type: 'array',
+    items: reply({
+      worker: { type: 'string', description: 'host:pid:random, as in lockedBy' },
+      host: nullable('string'),
+      pid: nullable('integer'),
+      queues: nullableStrings('null: every queue'),
+      kinds: nullableStrings(),
+      capabilities: nullableStrings(),
+      concurrency: nullable('integer'),
+      running: { type: 'integer' },
+      startedAt: nullable('string', { format: 'date-time' }),
+      lastSeenAt: nullable('string', { format: 'date-time' }),
+      since: nullable('string', { format: 'date-time' }),
+      jobs: strings,
+    }),
   },
-} as const;
+});
 
 const { idempotencyKey: _key, ...scheduleJobProperties } = enqueueInput.properties;
 
@@ -285,8 +275,7 @@ export const scheduleParams = {
 export const schedule = {
   $id: 'Schedule',
   title: 'Schedule',
-  type: 'object',
-  properties: {
+  ...reply({
     name: { type: 'string' },
     cron: { type: 'string' },
     timezone: { type: 'string' },
@@ -295,31 +284,31 @@ export const schedule = {
     nextRunAt: nullable('string', { format: 'date-time' }),
     lastRunAt: nullable('string', { format: 'date-time' }),
     lastJobId: nullable('string'),
-  },
+  }),
 } as const;
 
-export const health = {
-  type: 'object',
-  properties: {
-    ok: { type: 'boolean' },
-    db: { type: 'string', enum: ['up', 'down'] },
-    listener: { type: 'string', enum: ['up', 'down', 'polling', 'connecting'] },
-    streamLagMs: nullable('number'),
-    tables: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: {
-          name: { type: 'string' },
-          liveTuples: { type: 'number' },
-          deadTuples: { type: 'number' },
-          lastAutovacuum: nullable('string', { format: 'date-time' }),
-          lastVacuum: nullable('string', { format: 'date-time' }),
-        },
-      },
-    },
+export const scheduleList = reply({ schedules: { type: 'array', items: ref('Schedule') } });
+
+export const batchReply = reply({ jobs: { type: 'array', items: jobRef } });
+export const jobPage = reply({ jobs: { type: 'array', items: jobRef }, next: nullable('string') });
+export const jobEvents = reply({ events: { type: 'array', items: ref('JobEvent') } });
+
+export const health = reply({
+  ok: { type: 'boolean' },
+  db: { type: 'string', enum: ['up', 'down'] },
+  listener: { type: 'string', enum: ['up', 'down', 'polling', 'connecting'] },
+  streamLagMs: nullable('number'),
+  tables: {
+    type: 'array',
+    items: reply({
+      name: { type: 'string' },
+      liveTuples: { type: 'number' },
+      deadTuples: { type: 'number' },
+      lastAutovacuum: nullable('string', { format: 'date-time' }),
+      lastVacuum: nullable('string', { format: 'date-time' }),
+    }),
   },
-} as const;
+});
 
 /** Shared schemas, registered once with app.addSchema. */
 export const sharedSchemas = [job, jobEvent, error, queueInfo, schedule];

@@ -8,7 +8,7 @@ export const expireJobs = statement<[limit: number], { id: string }>(
 UPDATE herald.jobs j
 SET status = 'cancelled', finished_at = now(),
     last_error = jsonb_build_object(
-      'message', 'expired: not started by its expireAt (' || to_char(j.expire_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || ')',
+      'message', 'expired: not started by its expireAt (' || herald.iso_utc(j.expire_at) || ')',
       'reason', 'expired')
 FROM (
   SELECT id FROM herald.jobs

@@ -11,6 +11,7 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'viewer' },
       schema: {
         tags: ['operations'],
+        operationId: 'listQueues',
         summary: 'Job counts and settings per queue (queued = runnable now, scheduled = runAt in the future)',
         description: 'Every queue that has jobs or settings.',
         response: { 200: queueCounts, ...errors(401, 403) },
@@ -25,6 +26,7 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'admin' },
       schema: {
         tags: ['operations'],
+        operationId: 'patchQueue',
         summary: "Change a queue's settings: pause, concurrency, groupConcurrency, rateLimit",
         description:
           'Any of the fields; an absent one keeps its value, null clears a limit. Works for a queue that has no jobs yet. ' +
@@ -32,7 +34,7 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
           'resuming wakes the workers at once.',
         params: queueParams,
         body: queuePatch,
-        response: { 200: { $ref: 'QueueInfo#' }, ...errors(400, 401, 403) },
+        response: { 200: { $ref: 'QueueInfo#' }, ...errors(400, 401, 403, 413, 415) },
       },
     },
     async (request) => {
@@ -47,6 +49,7 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'viewer' },
       schema: {
         tags: ['operations'],
+        operationId: 'listWorkers',
         summary: 'Every live worker, idle ones too: where it runs, what it takes, and the jobs it runs now',
         description: 'A worker that died leaves the list within a few seconds. A process that holds jobs without registering (the core API used directly) is listed with its jobs and null registry fields.',
         response: { 200: workers, ...errors(401, 403) },

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { NotFoundError } from '../../queue/errors.ts';
 import type { ScheduleInput } from '../../queue/queue.ts';
 import type { ServerContext } from '../context.ts';
-import { errors, jobRef, scheduleInput, scheduleParams } from '../schemas.ts';
+import { errors, jobRef, scheduleInput, scheduleList, scheduleParams } from '../schemas.ts';
 
 const scheduleRef = { $ref: 'Schedule#' };
 const nameOf = (params: unknown) => (params as { name: string }).name;
@@ -16,8 +16,9 @@ export function scheduleRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'viewer' },
       schema: {
         tags: ['schedules'],
+        operationId: 'listSchedules',
         summary: 'Every schedule, with its next and last run and the last job it made',
-        response: { 200: { type: 'object', properties: { schedules: { type: 'array', items: scheduleRef } } }, ...errors(401, 403) },
+        response: { 200: scheduleList, ...errors(401, 403) },
       },
     },
     async () => ({ schedules: await ctx.queue.schedules() }),
@@ -29,13 +30,14 @@ export function scheduleRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'admin' },
       schema: {
         tags: ['schedules'],
+        operationId: 'putSchedule',
         summary: 'Create or replace a schedule',
         description:
           'Each tick makes exactly one job (idempotency key schedule:NAME:TICK_ISO), whatever the number of workers. ' +
           'Ticks missed while no worker ran: only the latest one runs, once. The next tick counts from now.',
         params: scheduleParams,
         body: scheduleInput,
-        response: { 200: { ...scheduleRef, description: 'replaced' }, 201: { ...scheduleRef, description: 'created' }, ...errors(400, 401, 403) },
+        response: { 200: { ...scheduleRef, description: 'replaced' }, 201: { ...scheduleRef, description: 'created' }, ...errors(400, 401, 403, 413, 415) },
       },
     },
     async (request, reply) => {
@@ -50,6 +52,7 @@ export function scheduleRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'admin' },
       schema: {
         tags: ['schedules'],
+        operationId: 'deleteSchedule',
         summary: 'Delete a schedule (jobs it made stay)',
         params: scheduleParams,
         response: { 204: { type: 'null', description: 'deleted' }, ...errors(400, 401, 403, 404) },
@@ -68,6 +71,7 @@ export function scheduleRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'admin' },
       schema: {
         tags: ['schedules'],
+        operationId: 'runSchedule',
         summary: "Make the schedule's job now",
         params: scheduleParams,
         response: { 201: jobRef, ...errors(400, 401, 403, 404) },

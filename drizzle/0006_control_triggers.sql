@@ -1,5 +1,5 @@
 -- Hand-written: the triggers behind queue settings, schedules and the job events added with them
--- (0004_queue_control.sql made the tables). Statement-level, like 0001_triggers.sql.
+-- (0005_queue_control.sql made the tables). Statement-level, like 0001_triggers.sql.
 --
 -- Channels (besides those of 0001):
 --   herald_control payload 'queues'     queue settings changed: workers re-read them (a resume wakes them)
@@ -37,28 +37,31 @@ CREATE TRIGGER schedules_after_change AFTER INSERT OR UPDATE OR DELETE ON herald
   FOR EACH STATEMENT EXECUTE FUNCTION herald.schedules_after_change();
 --> statement-breakpoint
 
--- The function of 0001 (as 0002 re-created it), plus: the 'expired' event (a queued job the expiry pass cancelled: its
--- last_error.reason became 'expired'), the error message on 'lease_expired' (a reaped attempt
--- that ran past its timeout says so), and a wake-up when a limited queue frees a slot.
+-- The function as 0004_event_times_utc.sql left it, plus: the 'expired' event (a queued job
+-- the expiry pass cancelled: its last_error.reason became 'expired'), the error message on
+-- 'lease_expired' (a reaped attempt that ran past its timeout says so), and a wake-up when a
+-- limited queue frees a slot.
 CREATE OR REPLACE FUNCTION herald.jobs_after_update() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+  -- One event per row whose status, progress or cancel request changed. The event type is
+  -- read off the transition; the reaper marks its work with last_error.reason.
   INSERT INTO herald.job_events (job_id, queue, kind, type, status, attempt, worker, data)
   SELECT c.id, c.queue, c.kind, c.type::herald.event_type, c.status, c.attempt, c.worker,
          CASE c.type
            WHEN 'claimed' THEN jsonb_build_object(
-             'leaseExpiresAt', c.lease_expires_at,
+             'leaseExpiresAt', herald.iso_utc(c.lease_expires_at),
              'lagMs', round(extract(epoch FROM (c.started_at - c.old_available_at)) * 1000))
            WHEN 'progress' THEN c.progress
            WHEN 'succeeded' THEN jsonb_build_object(
              'durationMs', round(extract(epoch FROM (c.finished_at - c.started_at)) * 1000))
-           WHEN 'retry_scheduled' THEN jsonb_build_object('error', c.last_error->>'message', 'runAt', c.available_at)
+           WHEN 'retry_scheduled' THEN jsonb_build_object('error', c.last_error->>'message', 'runAt', herald.iso_utc(c.available_at))
            WHEN 'failed' THEN jsonb_build_object('error', c.last_error->>'message')
            WHEN 'lease_expired' THEN jsonb_build_object(
              'reason', c.last_error->>'reason',
              'error', c.last_error->>'message',
-             'runAt', CASE WHEN c.status = 'queued' THEN c.available_at END)
+             'runAt', CASE WHEN c.status = 'queued' THEN herald.iso_utc(c.available_at) END)
            WHEN 'retried' THEN jsonb_build_object('maxAttempts', c.max_attempts)
-           WHEN 'expired' THEN jsonb_build_object('expireAt', c.expire_at)
+           WHEN 'expired' THEN jsonb_build_object('expireAt', herald.iso_utc(c.expire_at))
          END
   FROM (
     SELECT n.*, o.available_at AS old_available_at,
@@ -116,3 +119,4 @@ BEGIN
           AND o.cancel_requested_at IS NULL) w;
   RETURN NULL;
 END $$;
+
