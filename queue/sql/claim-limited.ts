@@ -1,5 +1,6 @@
 import type { JobRow } from './rows.ts';
-import { leaseFromNow, statement } from './statement.ts';
+import { statement } from './statement.ts';
+import { TAKE_PICKED, runnable } from './claim.ts';
 
 // The claim of ONE queue that has settings (paused, concurrency, groupConcurrency, rateLimit).
 // Such claims take turns: the caller's transaction first locks the queue's settings row
@@ -56,12 +57,8 @@ budget AS (
 candidates AS (
   SELECT j.id, j."group", j.priority, j.available_at, j.created_at
   FROM herald.jobs j, budget b
-  WHERE j.status = 'queued'
+  WHERE ${runnable('j')}
     AND j.queue = $1
-    AND j.available_at <= now()
-    AND j.requires <@ $2::text[]
-    AND ($7::text[] IS NULL OR j.kind = ANY($7::text[]))
-    AND (j.expire_at IS NULL OR j.expire_at > now())
     AND (b.group_concurrency IS NULL OR j."group" IS NULL OR j."group" NOT IN (
           SELECT r."group" FROM running r WHERE r."group" IS NOT NULL AND r.n >= b.group_concurrency))
   ORDER BY j.priority DESC NULLS LAST, j.available_at, j.created_at, j.id
@@ -83,17 +80,7 @@ picked AS (
   LIMIT (SELECT n FROM budget)
 ),
 claimed AS (
-  UPDATE herald.jobs j
-  SET status = 'running',
-      attempt = j.attempt + 1,
-      locked_by = $4,
-      owner_lock = $5,
-      started_at = statement_timestamp(),
-      lease_expires_at = ${leaseFromNow('$6', 'statement_timestamp()')},
-      progress = NULL
-  FROM picked
-  WHERE j.id = picked.id
-  RETURNING j.*
+${TAKE_PICKED}
 ),
 recorded AS (
   INSERT INTO herald.queue_starts (queue, at)

@@ -1,6 +1,29 @@
 import type { JobRow } from './rows.ts';
 import { leaseFromNow, statement } from './statement.ts';
 
+// Both claims (this one and claim-limited.ts) share these pieces and their parameters:
+// $2 capabilities, $3 most jobs, $4 worker, $5 owner lock, $6 lease ms, $7 kinds (NULL = any).
+
+/** A job of alias `t` this worker may start now: queued, runnable, not expired, its kind and needs met. */
+export const runnable = (t: string) => `${t}.status = 'queued'
+    AND ${t}.available_at <= now()
+    AND ${t}.requires <@ $2::text[]
+    AND ($7::text[] IS NULL OR ${t}.kind = ANY($7::text[]))
+    AND (${t}.expire_at IS NULL OR ${t}.expire_at > now())`;
+
+/** Starts the jobs of CTE `picked` for worker $4. The start is stamped after any lock the claim waited for. */
+export const TAKE_PICKED = `UPDATE herald.jobs j
+SET status = 'running',
+    attempt = j.attempt + 1,
+    locked_by = $4,
+    owner_lock = $5,
+    started_at = statement_timestamp(),
+    lease_expires_at = ${leaseFromNow('$6', 'statement_timestamp()')},
+    progress = NULL
+FROM picked
+WHERE j.id = picked.id
+RETURNING j.*`;
+
 // THE claim: up to $3 runnable jobs in priority order, skipping rows other workers hold,
 // restricted to the worker's queues ($1, NULL = all), to the kinds it has tasks for ($7,
 // NULL = any) and to jobs whose `requires` tags are a subset of its capabilities ($2).
@@ -35,28 +58,14 @@ WITH gate AS MATERIALIZED (
 picked AS (
   SELECT id
   FROM herald.jobs
-  WHERE status = 'queued'
-    AND available_at <= now()
+  WHERE ${runnable('jobs')}
     AND ($1::text[] IS NULL OR queue = ANY($1::text[]))
     AND NOT ((queue || '') = ANY((SELECT held FROM gate)::text[]))
-    AND requires <@ $2::text[]
-    AND ($7::text[] IS NULL OR kind = ANY($7::text[]))
-    AND (expire_at IS NULL OR expire_at > now())
   ORDER BY priority DESC NULLS LAST, available_at, created_at, id
   LIMIT $3
   FOR UPDATE SKIP LOCKED
 )
-UPDATE herald.jobs j
-SET status = 'running',
-    attempt = j.attempt + 1,
-    locked_by = $4,
-    owner_lock = $5,
-    started_at = statement_timestamp(),
-    lease_expires_at = ${leaseFromNow('$6', 'statement_timestamp()')},
-    progress = NULL
-FROM picked
-WHERE j.id = picked.id
-RETURNING j.*`,
+${TAKE_PICKED}`,
 );
 
 // When the next scheduled job of these queues becomes runnable, so an idle worker sleeps until then.
