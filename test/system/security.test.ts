@@ -27,7 +27,7 @@ afterAll(async () => {
 });
 
 interface Route {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: () => string;
   role: Role | 'none';
   body?: unknown;
@@ -44,6 +44,11 @@ const ROUTES: Route[] = [
   { method: 'POST', path: () => '/api/jobs/999999999/retry', role: 'admin' },
   { method: 'GET', path: () => '/api/queues', role: 'viewer' },
   { method: 'GET', path: () => '/api/workers', role: 'viewer' },
+  { method: 'PATCH', path: () => '/api/queues/sec-q', role: 'admin', body: { paused: false } },
+  { method: 'GET', path: () => '/api/schedules', role: 'viewer' },
+  { method: 'PUT', path: () => '/api/schedules/sec-s', role: 'admin', body: { cron: '0 0 1 1 *', job: { kind: 'echo' } } },
+  { method: 'POST', path: () => '/api/schedules/sec-s/run', role: 'admin' },
+  { method: 'DELETE', path: () => '/api/schedules/sec-none', role: 'admin' },
   { method: 'GET', path: () => '/metrics', role: 'viewer' },
   { method: 'GET', path: () => '/api/events', role: 'viewer', stream: true },
   { method: 'GET', path: () => '/api/health', role: 'none' },
