@@ -2,7 +2,7 @@
 // too; gone within seconds of a SIGKILL, at once on a clean stop), timeoutMs against a handler
 // that ignores its signal, and expireAt never starting a job late.
 import { expect, it } from 'vitest';
-import { TASKS_DIR, until, workerTestContext } from './fixtures/worker-process.ts';
+import { HELD_TASKS_DIR, until, workerTestContext } from './fixtures/worker-process.ts';
 
 const t = workerTestContext();
 const ENV = { HERALD_POLL_MS: '60000' };
@@ -36,7 +36,7 @@ it('registers every worker, idle ones too; a SIGKILLed one leaves the list withi
 });
 
 it('timeoutMs fails the attempt at the timeout although the handler ignores its signal, and keeps its slot until it returns', async () => {
-  const w = await t.spawn({ env: ENV, args: ['--concurrency', '1', '--queues', 'to', '--tasks', TASKS_DIR] });
+  const w = await t.spawn({ env: ENV, args: ['--concurrency', '1', '--queues', 'to', '--tasks', HELD_TASKS_DIR] });
   const { job } = await t.db.queue.enqueue({ kind: 'hold', queue: 'to', timeoutMs: 300, maxAttempts: 1 });
   await until(async () => (await status(job.id)) === 'failed', 'the attempt to fail at its timeout');
   const events = await t.db.queue.events(job.id);
@@ -58,7 +58,7 @@ it('timeoutMs fails the attempt at the timeout although the handler ignores its 
 });
 
 it('expireAt: a job still queued at that time never starts, even when a slot frees later', async () => {
-  await t.spawn({ env: ENV, args: ['--concurrency', '1', '--queues', 'exp', '--tasks', TASKS_DIR] });
+  await t.spawn({ env: ENV, args: ['--concurrency', '1', '--queues', 'exp', '--tasks', HELD_TASKS_DIR] });
   const { job: blocker } = await t.db.queue.enqueue({ kind: 'hold', queue: 'exp' });
   await until(async () => (await status(blocker.id)) === 'running', 'the blocker to take the only slot');
   const { rows } = await t.db.pool.query(`SELECT now() + interval '300 milliseconds' AS at`);
