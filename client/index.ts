@@ -3,12 +3,16 @@
 // Last-Event-ID after a dropped connection, so a consumer sees every event exactly once.
 import { createParser } from 'eventsource-parser';
 import type { Job, JobEvent } from '../queue/job.ts';
-import type { EnqueueInput as CoreEnqueueInput, QueueCount } from '../queue/queue.ts';
-import type { JobStatus } from '../queue/schema.ts';
+import type { EnqueueInput as CoreEnqueueInput, Queue, QueueCount } from '../queue/queue.ts';
+import type { EventType, JobStatus } from '../queue/schema.ts';
 
-export type { Job, JobStatus };
+// The API's shapes are declared once, here and in the core; the board imports them as types.
+export type { Job, JobStatus, EventType };
 /** Job counts of one queue (GET /api/queues). */
 export type QueueCounts = QueueCount;
+
+/** A worker holding jobs now (GET /api/workers). */
+export type WorkerInfo = Awaited<ReturnType<Queue['workers']>>[number];
 
 /** A job event as the API shows it. */
 export type ApiJobEvent = Omit<JobEvent, 'cursor'>;
@@ -48,7 +52,7 @@ export interface Health {
   db: 'up' | 'down';
   listener: 'up' | 'down' | 'polling';
   streamLagMs: number | null;
-  tables: { name: string; liveTuples: number; deadTuples: number; lastAutovacuum: string | null; lastVacuum: string | null }[];
+  tables: Awaited<ReturnType<Queue['tableStats']>>;
 }
 
 export interface StreamOptions {
