@@ -5,7 +5,7 @@ import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 
-export const EMBEDDED_MAJOR = 18;
+const EMBEDDED_MAJOR = 18;
 
 export interface EmbeddedPostgres {
   url: string;

@@ -11,7 +11,7 @@ import type { Logger } from './log.ts';
 
 export type ListenerState = 'connecting' | 'up' | 'down' | 'polling';
 
-export interface ListenerOptions {
+interface ListenerOptions {
   url: string;
   channels: string[];
   /** Hold a session advisory lock that tells the reaper this process is alive. */

@@ -17,8 +17,8 @@ import { healthRoutes } from './routes/health.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { eventRoutes } from './routes/events.ts';
 
-export const BODY_LIMIT = 1024 * 1024;
-export const HEARTBEAT_MS = 15_000;
+const BODY_LIMIT = 1024 * 1024;
+const HEARTBEAT_MS = 15_000;
 
 export interface AppOptions extends ServerContext {
   tokens: Tokens;

@@ -8,8 +8,8 @@ const jobId = { type: 'string', pattern: '^[0-9]{1,19}$', description: 'a job id
 const nullable = (type: string, extra: object = {}) => ({ type: [type, 'null'], ...extra });
 const dateTime = { type: 'string', format: 'date-time' };
 
-export const MAX_BATCH = 1000;
-export const MAX_WAIT_MS = 60_000;
+const MAX_BATCH = 1000;
+const MAX_WAIT_MS = 60_000;
 
 /** One job to enqueue (POST /api/jobs, and each entry of a batch). */
 export const enqueueInput = {
@@ -33,7 +33,7 @@ export const enqueueInput = {
   },
 } as const;
 
-export const job = {
+const job = {
   $id: 'Job',
   title: 'Job',
   type: 'object',
@@ -64,7 +64,7 @@ export const job = {
 } as const;
 
 /** A job_events row as the API shows it; the SSE `data:` has the same fields. */
-export const jobEvent = {
+const jobEvent = {
   $id: 'JobEvent',
   title: 'JobEvent',
   type: 'object',
@@ -82,7 +82,7 @@ export const jobEvent = {
   },
 } as const;
 
-export const error = {
+const error = {
   $id: 'Error',
   title: 'Error',
   type: 'object',
@@ -98,7 +98,7 @@ export const sharedSchemas = [job, jobEvent, error];
 
 const ref = (id: string) => ({ $ref: `${id}#` });
 export const jobRef = ref('Job');
-export const errorRef = ref('Error');
+const errorRef = ref('Error');
 
 /** The error replies a route can give, for the OpenAPI document. */
 export function errors(...codes: number[]) {

@@ -8,7 +8,7 @@ import type { Queue } from '../queue/queue.ts';
 
 export const TOKENS = { viewer: 'v-token', producer: 'p-token', admin: 'a-token' } as const;
 export const TOKEN_SPEC = `viewer:${TOKENS.viewer},producer:${TOKENS.producer},admin:${TOKENS.admin}`;
-export const bearer = (role: keyof typeof TOKENS) => ({ authorization: `Bearer ${TOKENS[role]}` });
+const bearer = (role: keyof typeof TOKENS) => ({ authorization: `Bearer ${TOKENS[role]}` });
 
 export const testLogger = () => pino({ level: process.env.HERALD_TEST_LOG ?? 'silent' });
 
@@ -68,7 +68,7 @@ export async function simulateWorker(queue: Queue, name: string, stop: AbortSign
   return done;
 }
 
-export interface SseMessage extends EventSourceMessage {
+interface SseMessage extends EventSourceMessage {
   json?: Record<string, unknown>;
 }
 

@@ -5,9 +5,9 @@ export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/herald_b
 /** Worker concurrency every peer is run with. */
 export const CONCURRENCY = 16;
 /** Jobs added (and discarded) before latency sampling, so first-use costs aren't sampled. */
-export const LATENCY_WARMUP = 5;
+const LATENCY_WARMUP = 5;
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Creates the benchmark database if missing, connecting through the `postgres` db. */
 export async function ensureDatabase(databaseUrl: string): Promise<void> {
