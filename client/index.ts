@@ -86,8 +86,10 @@ export interface HeraldClientOptions {
 async function apiError(res: Response): Promise<HeraldApiError> {
   const text = await res.text().catch(() => '');
   try {
-    const body = JSON.parse(text);
-    if (body && typeof body.message === 'string') return new HeraldApiError(res.status, body.message, body.error);
+    const body = JSON.parse(text) as { message?: unknown; error?: unknown } | null;
+    if (body && typeof body.message === 'string') {
+      return new HeraldApiError(res.status, body.message, typeof body.error === 'string' ? body.error : '');
+    }
   } catch {
     // not JSON: fall through
   }
@@ -259,7 +261,7 @@ export class EventStream implements AsyncIterable<StreamEvent> {
         const ready: StreamEvent[] = [];
         const parser = createParser({
           onEvent: (m) => {
-            if (m.event === 'job' && m.id) ready.push({ ...JSON.parse(m.data), id: m.id });
+            if (m.event === 'job' && m.id) ready.push({ ...(JSON.parse(m.data) as ApiJobEvent), id: m.id });
           },
         });
         const decoder = new TextDecoder();

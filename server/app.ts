@@ -33,7 +33,7 @@ export interface AppOptions extends ServerContext {
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    loggerInstance: opts.logger as FastifyBaseLogger,
+    loggerInstance: opts.logger,
     bodyLimit: BODY_LIMIT,
     // One line per request only at debug level (see the onResponse hook): info stays quiet under load.
     logController: new LogController({ disableRequestLogging: true }),

@@ -105,7 +105,7 @@ function isDatabaseUnavailable(err: { code?: string; message?: string }): boolea
 export function installErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError & { validationContext?: string }, request, reply) => {
     if (err.validation) {
-      return reply.code(400).send(errorBody(400, validationMessage(err.validation as AjvError[], err.validationContext)));
+      return reply.code(400).send(errorBody(400, validationMessage(err.validation, err.validationContext)));
     }
     if (err instanceof HeraldError || err instanceof HttpError) {
       return reply.code(err.statusCode).send(errorBody(err.statusCode, err.message));

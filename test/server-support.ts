@@ -83,7 +83,7 @@ export async function openStream(url: string, headers: Record<string, string> = 
     const parser = createParser({ onEvent: (m) => messages.push({ ...m, json: m.data ? JSON.parse(m.data) : undefined }) });
     const decoder = new TextDecoder();
     try {
-      for await (const chunk of res.body) parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
+      for await (const chunk of res.body) parser.feed(decoder.decode(chunk, { stream: true }));
     } catch {
       // aborted
     }

@@ -82,7 +82,9 @@ export async function untilZero(count: () => Promise<number>, pollMs = 2): Promi
 export function failOnExit(lifetime: Promise<unknown>, what: string): Promise<never> {
   const failed = lifetime.then(
     () => Promise.reject(new Error(`${what} exited early`)),
-    (err: unknown) => Promise.reject(err),
+    (err: unknown) => {
+      throw err;
+    },
   );
   // Our own stop() settles `lifetime` after the race is over; that must not be unhandled.
   failed.catch(() => {});
@@ -102,7 +104,7 @@ export class LatencyProbe {
   started = (i: number): void => {
     const t = performance.now();
     if (this.#samples[i] !== undefined || this.#sentAt[i] === undefined) return; // duplicate/unknown
-    this.#samples[i] = t - this.#sentAt[i]!;
+    this.#samples[i] = t - this.#sentAt[i];
     this.#all.tick();
   };
 

@@ -47,7 +47,7 @@ async function request<T>(method: string, path: string, opts: RequestOptions = {
       body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
     });
   } catch (e) {
-    throw new ApiError(0, `Cannot reach the server (${e instanceof Error ? e.message : e}).`);
+    throw new ApiError(0, `Cannot reach the server (${e instanceof Error ? e.message : 'network error'}).`);
   }
 
   const text = await res.text();

@@ -59,6 +59,8 @@ export class RateSeries {
         }
         break;
       }
+      default:
+        break; // the other types move no rate
     }
   }
 
