@@ -41,6 +41,8 @@ export default tseslint.config(
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true },
       ],
       '@typescript-eslint/require-await': 'off',
+      // Passing on a caught error or an abort reason as it came is fine; rejecting with a string is not.
+      '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingAny: true, allowThrowingUnknown: true }],
       eqeqeq: ['error', 'smart'],
     },
   },

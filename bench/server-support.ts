@@ -64,7 +64,7 @@ export async function spawnServer(databaseUrl: string, env: Record<string, strin
       try {
         const l = JSON.parse(line) as { url?: unknown; level?: number; msg?: string };
         if (typeof l.url === 'string') resolve(l.url);
-        else if (l.level >= 40) process.stderr.write(`server: ${l.msg}\n`);
+        else if ((l.level ?? 0) >= 40) process.stderr.write(`server: ${l.msg}\n`);
       } catch {
         // not a log line
       }

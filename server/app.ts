@@ -33,7 +33,9 @@ export interface AppOptions extends ServerContext {
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    loggerInstance: opts.logger,
+    // The cast fixes Fastify's logger type parameter to its base type, which the routes are typed with.
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
+    loggerInstance: opts.logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
     // One line per request only at debug level (see the onResponse hook): info stays quiet under load.
     logController: new LogController({ disableRequestLogging: true }),

@@ -286,7 +286,7 @@ describe('two servers on one database', () => {
     await slow.hub.listener.close();
     try {
       let n = 0;
-      const switching: typeof fetch = (url, init) => fetch(String(url).replace(s.url, n++ % 2 ? slow.url : s.url), init);
+      const switching: typeof fetch = (url, init) => fetch((url instanceof Request ? url.url : url.toString()).replace(s.url, n++ % 2 ? slow.url : s.url), init);
       const stream = new HeraldClient({ baseUrl: s.url, fetch: switching }).events({ lastEventId: '0' });
       const { events } = collect(stream);
       const expected = await workload(2, async () => {

@@ -8,7 +8,6 @@ import type { Queue } from '../queue/queue.ts';
 
 export const TOKENS = { viewer: 'v-token', producer: 'p-token', admin: 'a-token' } as const;
 export const TOKEN_SPEC = `viewer:${TOKENS.viewer},producer:${TOKENS.producer},admin:${TOKENS.admin}`;
-const bearer = (role: keyof typeof TOKENS) => ({ authorization: `Bearer ${TOKENS[role]}` });
 
 export const testLogger = () => pino({ level: process.env.HERALD_TEST_LOG ?? 'silent' });
 

@@ -58,7 +58,7 @@ export class HeraldProcess {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`timed out waiting for a log line; last lines:\n${this.tail()}`)), timeoutMs);
       this.waiters.push({ test, resolve: (l) => { clearTimeout(timer); resolve(l); } });
-      this.exited.then(({ code, signal }) => {
+      void this.exited.then(({ code, signal }) => {
         clearTimeout(timer);
         reject(new Error(`process exited (${code ?? signal}) before the awaited log line:\n${this.tail()}`));
       });
