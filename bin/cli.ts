@@ -19,6 +19,23 @@ interface Stoppable {
   stop(): Promise<void>;
 }
 
+/** What commander parses from `herald enqueue`'s options. */
+interface EnqueueOptions {
+  queue: string;
+  priority: number;
+  runAt?: string;
+  maxAttempts?: number;
+  idempotencyKey?: string;
+}
+
+/** What commander parses from `herald worker`'s options. */
+interface WorkerCliOptions {
+  queues?: string[];
+  concurrency?: number;
+  tasks?: string;
+  capabilities?: string[];
+}
+
 /**
  * Runs until SIGINT/SIGTERM. The first signal stops the parts in order (worker drains, server
  * closes, then the embedded database stops) and exits 0; a second signal exits at once.
@@ -41,8 +58,8 @@ function runUntilSignal(log: Logger, parts: Stoppable[], db: Database): void {
       process.exit(1);
     }
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', (signal) => void onSignal(signal));
+  process.on('SIGTERM', (signal) => void onSignal(signal));
 }
 
 async function boot(config: HeraldConfig, log: Logger): Promise<Database> {
@@ -76,7 +93,7 @@ async function main() {
     .option('--run-at <iso>', 'do not run before this time')
     .option('--max-attempts <n>', 'attempts before the job fails', positiveInt)
     .option('--idempotency-key <key>', 'the same key returns the same job')
-    .action(async (kind: string, payloadText: string, opts) => {
+    .action(async (kind: string, payloadText: string, opts: EnqueueOptions) => {
       let payload: unknown;
       try {
         payload = JSON.parse(payloadText);
@@ -104,7 +121,7 @@ async function main() {
     .option('--concurrency <n>', 'concurrent job slots', positiveInt)
     .option('--tasks <dir>', 'directory of task files KIND.ts / KIND.js')
     .option('--capabilities <list>', 'tags this worker offers, for jobs that require them', csv)
-    .action(async (opts) => {
+    .action(async (opts: WorkerCliOptions) => {
       const { startWorker } = await import('../worker/index.ts');
       const db = await boot(config, log);
       const worker = await startWorker({

