@@ -11,6 +11,12 @@ describe('normalizeEvent and ids', () => {
     expect(e?.jobId).toBe('42');
     expect(normalizeEvent({ nope: true })).toBeNull();
   });
+  it('keeps text fields as text: missing ones empty, odd ones as JSON, data only when an object', () => {
+    const e = normalizeEvent({ eventId: '1', jobId: '2', type: 'enqueued', status: 'queued', kind: { odd: 1 }, data: 'x' });
+    expect(e?.queue).toBe('');
+    expect(e?.kind).toBe('{"odd":1}');
+    expect(e?.data).toBeNull();
+  });
   it('compares digit ids numerically', () => {
     expect(compareIds('9', '10')).toBeLessThan(0);
     expect(compareIds('100', '99')).toBeGreaterThan(0);
