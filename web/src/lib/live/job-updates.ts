@@ -108,6 +108,11 @@ export function jobFromEvent(ev: BoardEvent): BoardJob {
     progress: null,
     result: null,
     lastError: null,
+    group: null,
+    tags: [],
+    timeoutMs: null,
+    expireAt: null,
+    waitingFor: null,
     partial: true,
   };
   applyEventToJob(job, ev);
