@@ -4,11 +4,12 @@
 import { createParser } from 'eventsource-parser';
 import type { Job, JobEvent } from '../queue/job.ts';
 import type {
-  EnqueueInput as CoreEnqueueInput, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo,
+  EnqueueInput as CoreEnqueueInput, Queue, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo,
 } from '../queue/queue.ts';
-import type { JobStatus } from '../queue/schema.ts';
+import type { EventType, JobStatus } from '../queue/schema.ts';
 
-export type { Job, JobStatus, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo };
+// The API's shapes are declared once, here and in the core; the board imports them as types.
+export type { Job, JobStatus, EventType, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo };
 /** Job counts and settings of one queue (GET /api/queues). */
 export type QueueCounts = QueueInfo;
 
@@ -50,7 +51,7 @@ export interface Health {
   db: 'up' | 'down';
   listener: 'up' | 'down' | 'polling';
   streamLagMs: number | null;
-  tables: { name: string; liveTuples: number; deadTuples: number; lastAutovacuum: string | null; lastVacuum: string | null }[];
+  tables: Awaited<ReturnType<Queue['tableStats']>>;
 }
 
 export interface StreamOptions {
@@ -84,8 +85,10 @@ export interface HeraldClientOptions {
 async function apiError(res: Response): Promise<HeraldApiError> {
   const text = await res.text().catch(() => '');
   try {
-    const body = JSON.parse(text);
-    if (body && typeof body.message === 'string') return new HeraldApiError(res.status, body.message, body.error);
+    const body = JSON.parse(text) as { message?: unknown; error?: unknown } | null;
+    if (body && typeof body.message === 'string') {
+      return new HeraldApiError(res.status, body.message, typeof body.error === 'string' ? body.error : '');
+    }
   } catch {
     // not JSON: fall through
   }
@@ -123,7 +126,7 @@ export class HeraldClient {
     });
     if (!res.ok) throw await apiError(res);
     // 204 (a delete) has no body.
-    const reply = res.status === 204 ? undefined : await res.json();
+    const reply: unknown = res.status === 204 ? undefined : await res.json();
     return { status: res.status, headers: res.headers, body: reply as T };
   }
 
@@ -288,7 +291,7 @@ export class EventStream implements AsyncIterable<StreamEvent> {
         const ready: StreamEvent[] = [];
         const parser = createParser({
           onEvent: (m) => {
-            if (m.event === 'job' && m.id) ready.push({ ...JSON.parse(m.data), id: m.id });
+            if (m.event === 'job' && m.id) ready.push({ ...(JSON.parse(m.data) as ApiJobEvent), id: m.id });
           },
         });
         const decoder = new TextDecoder();

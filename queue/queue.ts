@@ -94,7 +94,7 @@ export interface QueueCount {
   cancelled: number;
 }
 
-export interface RateLimit {
+interface RateLimit {
   count: number;
   periodMs: number;
 }
@@ -144,7 +144,7 @@ export interface WorkerInfo {
 }
 
 /** The job a schedule makes each tick: an enqueue body without idempotencyKey. */
-export type ScheduleJob = Omit<EnqueueInput, 'idempotencyKey'>;
+type ScheduleJob = Omit<EnqueueInput, 'idempotencyKey'>;
 
 export interface ScheduleInput {
   cron: string;
@@ -364,7 +364,7 @@ export class Queue {
       for (const row of found.rows) existing.set(row.idempotency_key, toJob(row));
     }
     return records.map((r, i) => {
-      if (out[i]) return out[i]!;
+      if (out[i]) return out[i];
       const key = r.idempotency_key!;
       const job = existing.get(key) ?? batchCreated.get(key);
       if (!job) return new ConflictError(`idempotency key "${key}" is being used by a job that vanished; try again`);

@@ -12,7 +12,7 @@ export const LIVE_KEYS = `
 /** How often a worker refreshes its registry row (last_seen_at). */
 export const WORKER_HEARTBEAT_MS = 2_000;
 /** A registry row not refreshed for this long is dead, lock or not (a frozen or cut-off process). */
-export const WORKER_STALE_MS = 10_000;
+const WORKER_STALE_MS = 10_000;
 
 /** A registry row `w` refreshed lately. */
 export const WORKER_SEEN_LATELY = `w.last_seen_at > now() - make_interval(secs => ${WORKER_STALE_MS / 1000})`;

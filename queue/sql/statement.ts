@@ -24,7 +24,7 @@ export function statement<Params extends readonly unknown[], Row = never>(name: 
  * timeout itself; this cap is the database's own guarantee, for a worker that cannot (a handler
  * blocking its event loop): the reaper ends the attempt once the lease is past.
  */
-export const TIMEOUT_GRACE_MS = 2_000;
+const TIMEOUT_GRACE_MS = 2_000;
 
 /** When the timeout of job `j` (started at `startedAt`) caps its lease; NULL without a timeout. */
 export const timeoutDeadline = (startedAt: string) =>

@@ -5,12 +5,12 @@
 import { auth } from './auth.svelte';
 import { board } from './store.svelte';
 import { throttle } from './throttle';
-import type { JobEvent } from './types';
+import type { BoardEvent } from './types';
 
-export function reloadOn(load: () => Promise<unknown>, changes: (batch: JobEvent[]) => boolean, pollMs = 10_000): () => void {
+export function reloadOn(load: () => Promise<unknown>, changes: (batch: BoardEvent[]) => boolean, pollMs = 10_000): () => void {
   const refresh = throttle(load, 1000);
   $effect(() => {
-    void auth.version, board.resyncs;
+    void [auth.version, board.resyncs]; // the dependencies
     refresh.now();
   });
   $effect(() =>
