@@ -1,6 +1,6 @@
 import type { JobRow } from './rows.ts';
 import { statement } from './statement.ts';
-import { TAKE_PICKED, runnable } from './claim.ts';
+import { TAKE_PICKED, runnable, type ClaimParams } from './claim.ts';
 
 // The claim of ONE queue that has settings (paused, concurrency, groupConcurrency, rateLimit).
 // Such claims take turns: the caller's transaction first locks the queue's settings row
@@ -14,18 +14,7 @@ export const lockQueueSettings = statement<[queue: string], { queue: string }>(
   `SELECT queue FROM herald.queues WHERE queue = $1 FOR UPDATE`,
 );
 
-export const claimLimited = statement<
-  [
-    queue: string,
-    capabilities: string[],
-    limit: number,
-    worker: string,
-    ownerLock: number | null,
-    leaseMs: number,
-    kinds: string[] | null,
-  ],
-  JobRow
->(
+export const claimLimited = statement<ClaimParams<string>, JobRow>(
   'claim_limited',
   `
 WITH s AS (

@@ -4,6 +4,17 @@ import { leaseFromNow, statement } from './statement.ts';
 // Both claims (this one and claim-limited.ts) share these pieces and their parameters:
 // $2 capabilities, $3 most jobs, $4 worker, $5 owner lock, $6 lease ms, $7 kinds (NULL = any).
 
+/** The parameters of both claims; $1 (`scope`) is the worker's queues here, the one queue there. */
+export type ClaimParams<Scope> = [
+  scope: Scope,
+  capabilities: string[],
+  limit: number,
+  worker: string,
+  ownerLock: number | null,
+  leaseMs: number,
+  kinds: string[] | null,
+];
+
 /** A job of alias `t` this worker may start now: queued, runnable, not expired, its kind and needs met. */
 export const runnable = (t: string) => `${t}.status = 'queued'
     AND ${t}.available_at <= now()
@@ -38,18 +49,7 @@ RETURNING j.*`;
 // matched no row, and the planner would sort every queued row instead of walking the index.
 // Written as NOT (... = ANY), its default estimate keeps nearly every row.
 // A job past its expireAt never starts, whether or not the expiry pass has reached it yet.
-export const claimJobs = statement<
-  [
-    queues: string[] | null,
-    capabilities: string[],
-    limit: number,
-    worker: string,
-    ownerLock: number | null,
-    leaseMs: number,
-    kinds: string[] | null,
-  ],
-  JobRow
->(
+export const claimJobs = statement<ClaimParams<string[] | null>, JobRow>(
   'claim',
   `
 WITH gate AS MATERIALIZED (
