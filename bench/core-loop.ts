@@ -5,6 +5,7 @@ import pg from 'pg';
 import { createPool, withDatabase } from '../queue/database.ts';
 import { migrate } from '../queue/migrate.ts';
 import { Queue } from '../queue/queue.ts';
+import { benchDbName } from './peers/harness.ts';
 
 const JOBS = 10_000;
 const BATCH = 500;
@@ -12,10 +13,11 @@ const base = process.argv[2] ?? process.env.DATABASE_URL ?? 'postgres://postgres
 
 const admin = new pg.Client({ connectionString: base });
 await admin.connect();
-await admin.query('DROP DATABASE IF EXISTS herald_core_loop');
-await admin.query('CREATE DATABASE herald_core_loop');
+const name = benchDbName('core_loop');
+await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+await admin.query(`CREATE DATABASE ${name}`);
 await admin.end();
-const url = withDatabase(base, 'herald_core_loop');
+const url = withDatabase(base, name);
 await migrate(url);
 // HERALD_CORE_LOOP_SQL: a schema variant to try (an experiment aid, e.g. dropping an index).
 if (process.env.HERALD_CORE_LOOP_SQL) {

@@ -1,6 +1,7 @@
 // `npm run bench [-- --json] [-- --rounds N] [-- --only herald,sql]`: Herald against
 // graphile-worker (default and batched), pg-boss and a bare-SQL floor, on the same PostgreSQL,
-// in one run. Each runner gets a fresh database of its own (herald_bench_<name>).
+// in one run. Each runner gets a fresh database of its own (herald_bench_<name>; BENCH_DB_PREFIX
+// changes the prefix).
 //
 // Sizes: BENCH_JOBS (20000), BENCH_LATENCY_COUNT (300), BENCH_LATENCY_INTERVAL_MS (10).
 // With --rounds N each figure is the median of N runs (the order rotates every round).
@@ -9,6 +10,7 @@ import pg from 'pg';
 import { openDatabase, withDatabase } from '../queue/database.ts';
 import herald from './herald.ts';
 import { peers } from './peers/index.ts';
+import { benchDbName } from './peers/harness.ts';
 import { percentiles, type Percentiles } from './peers/stats.ts';
 import type { PeerRunner } from './peers/types.ts';
 
@@ -81,13 +83,13 @@ async function main() {
       `drain ${jobs} no-op jobs, latency ${count} jobs ${intervalMs} ms apart, concurrency 16, ${args.rounds} round(s)`);
     for (let round = 0; round < args.rounds; round++) {
       for (const r of rotate(runners.filter((r) => DRAIN.includes(r.name)), round)) {
-        const url = await freshDatabase(adminUrl, `herald_bench_${r.name}`);
+        const url = await freshDatabase(adminUrl, benchDbName(r.name));
         const rate = await r.drain(url, jobs);
         drains.set(r.name, [...(drains.get(r.name) ?? []), rate]);
         say(`  round ${round + 1}: ${r.name} drain ${Math.round(rate)} jobs/s`);
       }
       for (const r of rotate(runners.filter((r) => LATENCY.includes(r.name)), round)) {
-        const url = await freshDatabase(adminUrl, `herald_bench_${r.name}`);
+        const url = await freshDatabase(adminUrl, benchDbName(r.name));
         const p = percentiles(await r.latency(url, count, intervalMs));
         latencies.set(r.name, [...(latencies.get(r.name) ?? []), p]);
         say(`  round ${round + 1}: ${r.name} latency p50 ${p.p50.toFixed(1)} / p95 ${p.p95.toFixed(1)} / p99 ${p.p99.toFixed(1)} ms`);
