@@ -10,6 +10,9 @@ import { leaseFromNow, statement } from './statement.ts';
 // expects fewer matches than the LIMIT and sorts the whole queue instead. `requires = '{}'` is
 // estimated from the column's most common values (most jobs require nothing), so the OR below is
 // estimated right and the index walk wins; it also spares the containment test for those rows.
+// The picked rows are then updated by primary key (`id = ANY(ARRAY(...))`): joined to `picked`
+// instead, the planner estimates 500 index lookups dearer than reading the whole table, and
+// hashed a sequential scan of every row (8 of 23 ms at 30k rows, growing with the table).
 export const claimJobs = statement(
   'claim',
   `
@@ -33,8 +36,7 @@ SET status = 'running',
     started_at = now(),
     lease_expires_at = ${leaseFromNow('$6')},
     progress = NULL
-FROM picked
-WHERE j.id = picked.id
+WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING j.*`,
 );
 
