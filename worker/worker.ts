@@ -15,6 +15,7 @@ import { createPool } from '../queue/database.ts';
 import { Listener } from '../queue/listener.ts';
 import { CONTROL_CHANNEL, JOBS_CHANNEL, parseJobsPayload } from '../queue/channels.ts';
 import { Queue } from '../queue/queue.ts';
+import { DEFAULTS } from '../queue/defaults.ts';
 import { ValidationError } from '../queue/errors.ts';
 import type { Logger } from '../queue/log.ts';
 import { Claimer } from './claimer.ts';
@@ -54,7 +55,7 @@ export interface WorkerOptions {
   /** A buffered job not started after this long goes back to the queue (attempt refunded). */
   claimAheadTtlMs?: number;
   /**
-   * The worker's own connections commit asynchronously (DESIGN.md point 5): a claim, renewal or
+   * The worker's own connections commit asynchronously (no fsync wait per commit): a claim, renewal or
    * outcome lost in a database crash only means a re-run, which at-least-once allows. Producers'
    * enqueues stay durable: they never go through this pool. Measured on the 2-core dev box
    * (PG 15, 20k no-op jobs, 3 runs each): ~3,300 jobs/s with it, ~2,300 without.
@@ -66,9 +67,6 @@ export interface WorkerOptions {
 
 /** Outcomes waiting to be written before claiming pauses: two full complete() batches. */
 const MAX_UNWRITTEN = 1_000;
-const MAX_CLAIM = 500;
-const CLAIM_AHEAD_MS = 50;
-const CLAIM_AHEAD_TTL_MS = 5_000;
 
 /** `host:pid:random`: readable in locked_by and events, unique across restarts. */
 export function workerId(): string {
@@ -94,7 +92,7 @@ export class Worker {
 
   constructor(private readonly opts: WorkerOptions) {
     this.log = (opts.logger ?? pino({ level: 'silent' })).child({ worker: this.id });
-    this.leaseMs = opts.leaseMs ?? 30_000;
+    this.leaseMs = opts.leaseMs ?? DEFAULTS.leaseMs;
     this.queues = opts.queues?.length ? new Set(opts.queues) : undefined;
     // A few connections shared by all slots: one claim, one batch of each outcome and a
     // renewal are in flight at most; progress reports and housekeeping share the rest.
@@ -139,8 +137,8 @@ export class Worker {
       writing: (leases, now) => this.slots.writing(leases, now),
       settled: (lease) => this.slots.settled(lease),
     });
-    const maxClaim = opts.maxClaim ?? MAX_CLAIM;
-    const aheadMs = opts.claimAheadMs ?? CLAIM_AHEAD_MS;
+    const maxClaim = opts.maxClaim ?? DEFAULTS.maxClaim;
+    const aheadMs = opts.claimAheadMs ?? DEFAULTS.claimAheadMs;
     const maxAhead = Math.max(0, maxClaim - opts.concurrency);
     this.slots = new Slots({
       capacity: opts.concurrency,
@@ -156,7 +154,7 @@ export class Worker {
       freed: () => this.claimer.slotFreed(),
     });
     this.claimer = new Claimer({
-      pollMs: opts.pollMs ?? 1_000,
+      pollMs: opts.pollMs ?? DEFAULTS.pollMs,
       maxBatch: maxClaim,
       logger: log,
       freeSlots: () => this.slots.free,
@@ -189,7 +187,7 @@ export class Worker {
     this.maintenance = new Maintenance({
       queue: this.queue,
       logger: log,
-      retentionMs: opts.retentionMs ?? 7 * 24 * 3_600_000,
+      retentionMs: opts.retentionMs ?? DEFAULTS.retentionMs,
       reapEveryMs: opts.reapEveryMs,
     });
 
@@ -201,7 +199,7 @@ export class Worker {
     this.claimer.start();
     this.leases.start();
     this.maintenance.start();
-    const ttl = opts.claimAheadTtlMs ?? CLAIM_AHEAD_TTL_MS;
+    const ttl = opts.claimAheadTtlMs ?? DEFAULTS.claimAheadTtlMs;
     this.bufferTimer = setInterval(() => void this.returnBuffered(ttl, 'buffered past its TTL'), Math.max(10, ttl / 2));
     if (!listening) this.claimer.wake('start (polling only)');
     log.info({ listening }, 'worker started');
@@ -265,7 +263,7 @@ export class Worker {
 
   private async shutdown(): Promise<void> {
     const { log } = this;
-    const graceMs = this.opts.shutdownGraceMs ?? 30_000;
+    const graceMs = this.opts.shutdownGraceMs ?? DEFAULTS.shutdownGraceMs;
     log.info({ running: this.slots.running().length, graceMs }, 'worker stopping: no new claims');
     await Promise.all([this.claimer.stop(), this.maintenance.stop()]);
     clearInterval(this.bufferTimer);

@@ -1,3 +1,4 @@
+import type { JobRow } from './rows.ts';
 import { leaseFromNow, statement } from './statement.ts';
 
 // THE claim: up to $3 runnable jobs in priority order, skipping rows other workers hold,
@@ -13,7 +14,18 @@ import { leaseFromNow, statement } from './statement.ts';
 // The picked rows are then updated by primary key (`id = ANY(ARRAY(...))`): joined to `picked`
 // instead, the planner estimates 500 index lookups dearer than reading the whole table, and
 // hashed a sequential scan of every row (8 of 23 ms at 30k rows, growing with the table).
-export const claimJobs = statement(
+export const claimJobs = statement<
+  [
+    queues: string[] | null,
+    capabilities: string[],
+    limit: number,
+    worker: string,
+    ownerLock: number | null,
+    leaseMs: number,
+    kinds: string[] | null,
+  ],
+  JobRow
+>(
   'claim',
   `
 WITH picked AS (
@@ -43,7 +55,7 @@ RETURNING j.*`,
 // When the next scheduled job of these queues becomes runnable, so an idle worker sleeps until then.
 // In epoch ms rounded UP: a timer set to a rounded-down time would fire a moment early, find the
 // job not yet runnable, and then no longer see it as scheduled either.
-export const nextRunAt = statement(
+export const nextRunAt = statement<[queues: string[] | null, capabilities: string[], kinds: string[] | null], { at_ms: number | null }>(
   'next_run_at',
   `
 SELECT ceil(extract(epoch FROM min(available_at)) * 1000)::float8 AS at_ms
