@@ -1,6 +1,6 @@
 // `npm run bench [-- --json] [-- --rounds N] [-- --only herald,sql]`: Herald against
 // graphile-worker (default and batched), pg-boss and a bare-SQL floor, on the same PostgreSQL,
-// in one run. Each runner gets a fresh database of its own (herald_bench_<name>; BENCH_DB_PREFIX
+// in one run. `--depth` instead measures Herald's claim at 1k, 100k and 1M queued (depth.ts). Each runner gets a fresh database of its own (herald_bench_<name>; BENCH_DB_PREFIX
 // changes the prefix).
 //
 // Sizes: BENCH_JOBS (20000), BENCH_LATENCY_COUNT (300), BENCH_LATENCY_INTERVAL_MS (10).
@@ -11,6 +11,7 @@ import { openDatabase, withDatabase } from '../queue/database.ts';
 import herald from './herald.ts';
 import { peers } from './peers/index.ts';
 import { benchDbName } from './peers/harness.ts';
+import { DEPTHS, claimCost } from './depth.ts';
 import { percentiles, type Percentiles } from './peers/stats.ts';
 import type { PeerRunner } from './peers/types.ts';
 
@@ -27,13 +28,14 @@ function envInt(name: string, fallback: number): number {
 }
 
 function parseArgs(argv: string[]) {
-  const args = { json: false, rounds: 1, only: undefined as string[] | undefined };
+  const args = { json: false, depth: false, rounds: 1, only: undefined as string[] | undefined };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--json') args.json = true;
+    else if (a === '--depth') args.depth = true;
     else if (a === '--rounds') args.rounds = Number(argv[++i]);
     else if (a === '--only') args.only = argv[++i].split(',');
-    else throw new Error(`unknown argument ${a}; usage: bench [--json] [--rounds N] [--only herald,sql,...]`);
+    else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --rounds N --only herald,sql,...]`);
   }
   if (!Number.isInteger(args.rounds) || args.rounds < 1) throw new Error('--rounds must be a positive integer');
   return args;
@@ -74,6 +76,14 @@ async function main() {
 
   const db = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: process.env.HERALD_DATA_DIR || '.herald' });
   const adminUrl = withDatabase(db.url, 'postgres');
+  if (args.depth) {
+    try {
+      await depthBench(adminUrl, args.json, say);
+    } finally {
+      await db.close();
+    }
+    return;
+  }
   const runners: PeerRunner[] = [herald, ...peers].filter((r) => !args.only || args.only.includes(r.name));
   const drains = new Map<string, number[]>();
   const latencies = new Map<string, Percentiles[]>();
@@ -124,6 +134,33 @@ async function main() {
   for (const [name, n] of silenced) out.push(`(${name} reported ${n} error/warning events during its runs)`);
   process.stdout.write(`${out.join('\n')}\n`);
   if (args.json) process.stdout.write(`${JSON.stringify({ drain, latency })}\n`);
+}
+
+async function depthBench(adminUrl: string, json: boolean, say: (line: string) => void): Promise<void> {
+  say(`Herald depth bench: PostgreSQL ${await serverVersion(adminUrl)}, one claim of 16 + its completion, N queued and N finished`);
+  const depth: Record<string, number> = {};
+  for (const n of DEPTHS) {
+    const url = await freshDatabase(adminUrl, benchDbName(`depth_${n}`));
+    depth[n] = Math.round((await claimCost(url, n, say)) * 100) / 100;
+    say(`  depth ${n}: ${depth[n]} ms`);
+    await dropDatabase(adminUrl, benchDbName(`depth_${n}`));
+  }
+  const base = depth[DEPTHS[0]];
+  process.stdout.write(`\n${'queued (+ as many finished)'.padEnd(30)}${'ms'.padStart(8)}${'× 1k'.padStart(8)}\n`);
+  for (const n of DEPTHS) {
+    process.stdout.write(`${`  ${n.toLocaleString('en-US')}`.padEnd(30)}${depth[n].toFixed(2).padStart(8)}${`${(depth[n] / base).toFixed(2)}×`.padStart(8)}\n`);
+  }
+  if (json) process.stdout.write(`${JSON.stringify({ depth })}\n`);
+}
+
+async function dropDatabase(adminUrl: string, name: string): Promise<void> {
+  const c = new pg.Client({ connectionString: adminUrl });
+  await c.connect();
+  try {
+    await c.query(`DROP DATABASE IF EXISTS ${c.escapeIdentifier(name)} WITH (FORCE)`);
+  } finally {
+    await c.end();
+  }
 }
 
 main().catch((err) => {

@@ -288,7 +288,7 @@ export class Worker {
 }
 
 /** Adds `-c name=value` to the URL's startup options: set when the session opens, no extra round trip. */
-function withSessionSetting(url: string, name: string, value: string): string {
+export function withSessionSetting(url: string, name: string, value: string): string {
   const u = new URL(url);
   const options = u.searchParams.get('options');
   u.searchParams.set('options', `${options ? `${options} ` : ''}-c ${name}=${value}`);
