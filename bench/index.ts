@@ -1,6 +1,7 @@
 // `npm run bench [-- --json] [-- --rounds N] [-- --only herald,sql]`: Herald against
 // graphile-worker (default and batched), pg-boss and a bare-SQL floor, on the same PostgreSQL,
-// in one run. `--depth` instead measures Herald's claim at 1k, 100k and 1M queued (depth.ts). Each runner gets a fresh database of its own (herald_bench_<name>; BENCH_DB_PREFIX
+// in one run. `--depth` instead measures Herald's claim at 1k, 100k and 1M queued (depth.ts);
+// `--http` Herald's single POST against a bare Fastify INSERT route (http.ts). Each runner gets a fresh database of its own (herald_bench_<name>; BENCH_DB_PREFIX
 // changes the prefix).
 //
 // Sizes: BENCH_JOBS (20000), BENCH_LATENCY_COUNT (300), BENCH_LATENCY_INTERVAL_MS (10).
@@ -12,6 +13,8 @@ import herald from './herald.ts';
 import { peers } from './peers/index.ts';
 import { benchDbName } from './peers/harness.ts';
 import { DEPTHS, claimCost } from './depth.ts';
+import { httpBench, type HttpResult } from './http.ts';
+import { migrate } from '../queue/migrate.ts';
 import { percentiles, type Percentiles } from './peers/stats.ts';
 import type { PeerRunner } from './peers/types.ts';
 
@@ -28,14 +31,15 @@ function envInt(name: string, fallback: number): number {
 }
 
 function parseArgs(argv: string[]) {
-  const args = { json: false, depth: false, rounds: 1, only: undefined as string[] | undefined };
+  const args = { json: false, depth: false, http: false, rounds: 1, only: undefined as string[] | undefined };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--json') args.json = true;
     else if (a === '--depth') args.depth = true;
+    else if (a === '--http') args.http = true;
     else if (a === '--rounds') args.rounds = Number(argv[++i]);
     else if (a === '--only') args.only = argv[++i].split(',');
-    else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --rounds N --only herald,sql,...]`);
+    else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --http | --rounds N --only herald,sql,...]`);
   }
   if (!Number.isInteger(args.rounds) || args.rounds < 1) throw new Error('--rounds must be a positive integer');
   return args;
@@ -76,9 +80,10 @@ async function main() {
 
   const db = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: process.env.HERALD_DATA_DIR || '.herald' });
   const adminUrl = withDatabase(db.url, 'postgres');
-  if (args.depth) {
+  if (args.depth || args.http) {
     try {
-      await depthBench(adminUrl, args.json, say);
+      if (args.depth) await depthBench(adminUrl, args.json, say);
+      else await compareHttp(adminUrl, args.json, say);
     } finally {
       await db.close();
     }
@@ -151,6 +156,23 @@ async function depthBench(adminUrl: string, json: boolean, say: (line: string) =
     process.stdout.write(`${`  ${n.toLocaleString('en-US')}`.padEnd(30)}${depth[n].toFixed(2).padStart(8)}${`${(depth[n] / base).toFixed(2)}×`.padStart(8)}\n`);
   }
   if (json) process.stdout.write(`${JSON.stringify({ depth })}\n`);
+}
+
+async function compareHttp(adminUrl: string, json: boolean, say: (line: string) => void): Promise<void> {
+  const seconds = envInt('BENCH_HTTP_SECONDS', 10);
+  say(`Herald HTTP bench: PostgreSQL ${await serverVersion(adminUrl)}, single-job POSTs, 32 connections, ${seconds} s each`);
+  const heraldUrl = await freshDatabase(adminUrl, benchDbName('http_herald'));
+  await migrate(heraldUrl);
+  const bareUrl = await freshDatabase(adminUrl, benchDbName('http_bare'));
+  const r = await httpBench(heraldUrl, bareUrl, seconds);
+  const line = (name: string, x: HttpResult) =>
+    `${`  ${name}`.padEnd(18)}${x.requestsPerSecond.toLocaleString('en-US').padStart(10)}${x.p50.toFixed(1).padStart(8)}${x.p99.toFixed(1).padStart(8)}${String(x.non2xx).padStart(8)}`;
+  process.stdout.write(`\n${'POST, 1 job'.padEnd(18)}${'req/s'.padStart(10)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}${'non-2xx'.padStart(8)}\n`);
+  process.stdout.write(`${line('herald', r.herald)}\n${line('bare INSERT', r.bare)}\n`);
+  process.stdout.write(`herald / bare: ${(r.herald.requestsPerSecond / r.bare.requestsPerSecond).toFixed(2)}×\n`);
+  if (json) process.stdout.write(`${JSON.stringify({ http: { herald: r.herald.requestsPerSecond, bare: r.bare.requestsPerSecond } })}\n`);
+  await dropDatabase(adminUrl, benchDbName('http_herald'));
+  await dropDatabase(adminUrl, benchDbName('http_bare'));
 }
 
 async function dropDatabase(adminUrl: string, name: string): Promise<void> {
