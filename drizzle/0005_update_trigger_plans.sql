@@ -48,16 +48,16 @@ BEGIN
     SELECT c.id, c.queue, c.kind, c.type::herald.event_type, c.status, c.attempt, c.worker,
            CASE c.type
              WHEN 'claimed' THEN jsonb_build_object(
-               'leaseExpiresAt', c.lease_expires_at,
+               'leaseExpiresAt', herald.iso_utc(c.lease_expires_at),
                'lagMs', round(extract(epoch FROM (c.started_at - c.old_available_at)) * 1000))
              WHEN 'progress' THEN c.progress
              WHEN 'succeeded' THEN jsonb_build_object(
                'durationMs', round(extract(epoch FROM (c.finished_at - c.started_at)) * 1000))
-             WHEN 'retry_scheduled' THEN jsonb_build_object('error', c.last_error->>'message', 'runAt', c.available_at)
+             WHEN 'retry_scheduled' THEN jsonb_build_object('error', c.last_error->>'message', 'runAt', herald.iso_utc(c.available_at))
              WHEN 'failed' THEN jsonb_build_object('error', c.last_error->>'message')
              WHEN 'lease_expired' THEN jsonb_build_object(
                'reason', c.last_error->>'reason',
-               'runAt', CASE WHEN c.status = 'queued' THEN c.available_at END)
+               'runAt', CASE WHEN c.status = 'queued' THEN herald.iso_utc(c.available_at) END)
              WHEN 'retried' THEN jsonb_build_object('maxAttempts', c.max_attempts)
            END
     FROM c
