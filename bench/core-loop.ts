@@ -33,7 +33,7 @@ if (process.env.HERALD_CORE_LOOP_SQL) {
 const pool = createPool(url, { max: 1 });
 const q = new Queue(pool);
 
-const backend: number = (await pool.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+const backend = (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
 /** CPU time of our backend in µs (utime + stime), or NaN when it is not a local process. */
 function backendCpuUs(): number {
   try {
@@ -44,8 +44,8 @@ function backendCpuUs(): number {
   }
 }
 const CLOCK_TICKS = 100;
-const wal = async () => (await pool.query(`SELECT pg_current_wal_lsn()::text AS lsn`)).rows[0].lsn as string;
-const walBytes = async (from: string) => Number((await pool.query(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS d`, [from])).rows[0].d);
+const wal = async () => (await pool.query<{ lsn: string }>(`SELECT pg_current_wal_lsn()::text AS lsn`)).rows[0].lsn;
+const walBytes = async (from: string) => Number((await pool.query<{ d: string }>(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS d`, [from])).rows[0].d);
 
 let cpu = backendCpuUs();
 let lsn = await wal();
@@ -72,8 +72,8 @@ for (;;) {
 const drainMs = performance.now() - t;
 const drainCpu = backendCpuUs() - cpu;
 const drainWal = await walBytes(lsn);
-const { rows } = await pool.query(`SELECT count(*)::int AS n FROM herald.job_events`);
-const version = (await pool.query('SHOW server_version')).rows[0].server_version;
+const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM herald.job_events`);
+const version = (await pool.query<{ server_version: string }>('SHOW server_version')).rows[0].server_version;
 await pool.end();
 
 console.log(`PostgreSQL ${version}`);

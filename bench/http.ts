@@ -33,7 +33,7 @@ async function spawnBare(databaseUrl: string): Promise<{ url: string; stop(): Pr
   });
   const url = await new Promise<string>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`bare server exited (${code})`)));
-    readline.createInterface({ input: child.stdout! }).once('line', (line) => resolve(JSON.parse(line).url));
+    readline.createInterface({ input: child.stdout }).once('line', (line) => resolve((JSON.parse(line) as { url: string }).url));
   });
   return {
     url,

@@ -13,8 +13,8 @@ const dateTime = { type: 'string', format: 'date-time' };
 /** A reply object: every property is always sent (null when empty), so the document says so. */
 const reply = <P extends Record<string, object>>(properties: P) => ({ type: 'object', required: Object.keys(properties), properties }) as const;
 
-export const MAX_BATCH = 1000;
-export const MAX_WAIT_MS = 60_000;
+const MAX_BATCH = 1000;
+const MAX_WAIT_MS = 60_000;
 
 /** One job to enqueue (POST /api/jobs, and each entry of a batch). */
 export const enqueueInput = {
@@ -47,7 +47,7 @@ export const enqueueInput = {
   },
 } as const;
 
-export const job = {
+const job = {
   $id: 'Job',
   title: 'Job',
   ...reply({
@@ -86,7 +86,7 @@ export const job = {
 } as const;
 
 /** A job_events row as the API shows it; the SSE `data:` has the same fields. */
-export const jobEvent = {
+const jobEvent = {
   $id: 'JobEvent',
   title: 'JobEvent',
   ...reply({
@@ -103,7 +103,7 @@ export const jobEvent = {
   }),
 } as const;
 
-export const error = {
+const error = {
   $id: 'Error',
   title: 'Error',
   ...reply({
@@ -118,7 +118,7 @@ export const sharedSchemas = [job, jobEvent, error];
 
 const ref = (id: string) => ({ $ref: `${id}#` });
 export const jobRef = ref('Job');
-export const errorRef = ref('Error');
+const errorRef = ref('Error');
 
 /** The error replies a route can give, for the OpenAPI document. */
 export function errors(...codes: number[]) {
