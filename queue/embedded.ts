@@ -79,7 +79,7 @@ async function ensureDatabase(port: number, database: string): Promise<void> {
  */
 export async function startEmbedded(
   dir: string,
-  opts: { database?: string; port?: number; onLog?: (line: string) => void } = {},
+  opts: { database?: string; port?: number; onLog?: (line: string) => void; settings?: Record<string, string> } = {},
 ): Promise<EmbeddedPostgres> {
   const dataDir = path.resolve(dir);
   const pgdata = path.join(dataDir, 'pgdata');
@@ -114,7 +114,10 @@ export async function startEmbedded(
     persistent: true,
     // Postgres refuses to run as root; the package then runs it as a 'postgres' user.
     createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'],
+    postgresFlags: [
+      ...['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'],
+      ...Object.entries(opts.settings ?? {}).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
+    ],
     onLog: (m: unknown) => {
       const line = String(m);
       log = (log + line).slice(-20_000);

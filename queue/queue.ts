@@ -13,6 +13,7 @@ import { cancelJob, retryJob } from './sql/admin.ts';
 import { reapJobs } from './sql/reap.ts';
 import { deleteFinishedJobs } from './sql/cleanup.ts';
 import { feedHead, jobEvents, readFeed, readFeedFiltered } from './sql/feed.ts';
+import { feedHeldBack, feedHolder } from './sql/feed-backlog.ts';
 import { getJob, listJobs, queueCounts, runningByWorker, tableStats } from './sql/reads.ts';
 
 export interface EnqueueInput {
@@ -62,6 +63,23 @@ export interface QueueOptions {
   leaseMs?: number;
   backoffBaseMs?: number;
   backoffMaxMs?: number;
+}
+
+/** The open transaction the event feed waits for (see sql/horizon.ts). */
+export interface FeedHolder {
+  /** Its transaction id. */
+  xid: string;
+  /** Its session; null for a prepared transaction, or a session that could not be named. */
+  pid: number | null;
+  applicationName: string | null;
+  /** pg_stat_activity's state ('idle in transaction', 'active', ...), or 'prepared'. */
+  state: string | null;
+  /** A prepared transaction's name. */
+  gid: string | null;
+  transactionStart: string | null;
+  queryStart: string | null;
+  /** How long its transaction has been open (or prepared), in ms. */
+  ageMs: number | null;
 }
 
 export interface QueueCount {
@@ -435,6 +453,29 @@ export class Queue {
         : { ...readFeed, values: [after.tx, after.id, limit] },
     );
     return rows.map(toEvent);
+  }
+
+  /** True when committed events past `after` wait behind an open transaction (see sql/feed-backlog.ts). */
+  async heldBack(after: Cursor): Promise<boolean> {
+    const { rows } = await this.exec(this.pool, { ...feedHeldBack, values: [after.tx, after.id] });
+    return rows[0].held;
+  }
+
+  /** The transaction that holds the feed back past `after`, and its session, or null when none does. */
+  async feedHolder(after: Cursor): Promise<FeedHolder | null> {
+    const { rows } = await this.exec(this.pool, { ...feedHolder, values: [after.tx, after.id] });
+    const r = rows[0];
+    if (!r) return null;
+    return {
+      xid: r.xid,
+      pid: r.pid ?? null,
+      applicationName: r.application_name ?? null,
+      state: r.state ?? null,
+      gid: r.gid ?? null,
+      transactionStart: r.xact_start?.toISOString() ?? null,
+      queryStart: r.query_start?.toISOString() ?? null,
+      ageMs: r.age_ms === null ? null : Math.max(0, Math.round(r.age_ms)),
+    };
   }
 
   /** The newest feed position: where a live-only stream starts. */

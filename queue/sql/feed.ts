@@ -1,18 +1,20 @@
 import { statement } from './statement.ts';
+import { horizonCte } from './horizon.ts';
 
-// The gap-free event feed (DESIGN.md point 2). Event ids are not commit-ordered, so the feed
-// reads only rows written by transactions below the horizon, xmin of a fresh snapshot: every
-// transaction under it has ended, so that set never grows again. Ordered by (tx, id), the
-// cursor is that pair; resuming after it yields exactly what came later.
+// The gap-free event feed. Event ids are not commit-ordered, so the feed reads only rows written
+// by transactions below the horizon (horizon.ts): every transaction under it that could write
+// here has ended, so that set never grows again. Ordered by (tx, id), the cursor is that pair;
+// resuming after it yields exactly what came later.
 const EVENT_COLUMNS = `e.id, e.job_id, e.tx::text AS tx, e.at, e.queue, e.kind, e.type, e.status, e.attempt, e.worker, e.data`;
 
 export const readFeed = statement(
   'feed',
   `
+WITH ${horizonCte('$1::xid8', '$2::bigint')}
 SELECT ${EVENT_COLUMNS}
 FROM herald.job_events e
 WHERE (e.tx, e.id) > ($1::xid8, $2::bigint)
-  AND e.tx < pg_snapshot_xmin(pg_current_snapshot())
+  AND e.tx < (SELECT h FROM horizon)
 ORDER BY e.tx, e.id
 LIMIT $3`,
 );
@@ -21,10 +23,11 @@ LIMIT $3`,
 export const readFeedFiltered = statement(
   'feed_filtered',
   `
+WITH ${horizonCte('$1::xid8', '$2::bigint')}
 SELECT ${EVENT_COLUMNS}
 FROM herald.job_events e
 WHERE (e.tx, e.id) > ($1::xid8, $2::bigint)
-  AND e.tx < pg_snapshot_xmin(pg_current_snapshot())
+  AND e.tx < (SELECT h FROM horizon)
   AND ($4::bigint IS NULL OR e.job_id = $4)
   AND ($5::text IS NULL OR e.queue = $5)
 ORDER BY e.tx, e.id
@@ -35,9 +38,10 @@ LIMIT $3`,
 export const feedHead = statement(
   'feed_head',
   `
+WITH ${horizonCte(`'0'::xid8`, '0::bigint')}
 SELECT e.tx::text AS tx, e.id
 FROM herald.job_events e
-WHERE e.tx < pg_snapshot_xmin(pg_current_snapshot())
+WHERE e.tx < (SELECT h FROM horizon)
 ORDER BY e.tx DESC, e.id DESC
 LIMIT 1`,
 );

@@ -6,7 +6,6 @@
 import type { Logger } from 'pino';
 import type { Queue } from '../../queue/queue.ts';
 import { formatCursor, parseCursor, type Cursor } from '../../queue/cursor.ts';
-import { feedHeldBack } from '../../queue/sql/feed-backlog.ts';
 import type { Fanout } from './fanout.ts';
 
 export interface TailerOptions {
@@ -119,8 +118,7 @@ export class Tailer {
   // A committed transaction whose events sit above the horizon (an older one is still open)
   // sent its tick already; re-read in a few ms rather than at the next safety tick.
   private async afterCaughtUp(): Promise<void> {
-    const { rows } = await this.queue.pool.query({ ...feedHeldBack, values: [this.position.tx, this.position.id] });
-    if (!rows[0].held) {
+    if (!(await this.queue.heldBack(this.position))) {
       this.retryDelay = 0;
       this.caughtUpAt = Date.now();
       return;
