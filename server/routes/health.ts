@@ -20,22 +20,26 @@ export function healthRoutes(app: FastifyInstance, ctx: ServerContext): void {
     {
       schema: {
         tags: ['operations'],
-        summary: 'Liveness of the database, the listener and the event stream; table bloat',
+        summary: 'Liveness of the database, the listener and the event stream; who holds the stream back; table bloat',
         response: { 200: health, 503: health },
       },
     },
     async (request, reply) => {
-      // The table statistics double as the database probe: one query.
-      const tables = await withTimeout(ctx.queue.tableStats(), DB_TIMEOUT_MS).catch((err: Error) => {
-        request.log.debug({ err: err.message }, 'health: database unreachable');
-        return null;
-      });
+      // The table statistics double as the database probe.
+      const [tables, holder] = await Promise.all([
+        withTimeout(ctx.queue.tableStats(), DB_TIMEOUT_MS).catch((err: Error) => {
+          request.log.debug({ err: err.message }, 'health: database unreachable');
+          return null;
+        }),
+        withTimeout(ctx.hub.holder(), DB_TIMEOUT_MS).catch(() => null),
+      ]);
       const state = ctx.hub.listener.state;
       const body = {
         ok: tables !== null,
         db: tables !== null ? 'up' : 'down',
         listener: state === 'connecting' ? 'down' : state,
         streamLagMs: ctx.hub.lagMs(),
+        streamHeldBy: holder,
         tables: tables ?? [],
       };
       return reply.code(body.ok ? 200 : 503).send(body);

@@ -4,7 +4,7 @@
 import type { FastifyReply } from 'fastify';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import type { Queue } from '../../queue/queue.ts';
+import type { FeedHolder, Queue } from '../../queue/queue.ts';
 import { formatCursor, type Cursor } from '../../queue/cursor.ts';
 import { Listener } from '../../queue/listener.ts';
 import { EVENTS_CHANNEL } from '../../queue/channels.ts';
@@ -12,6 +12,9 @@ import { Fanout } from './fanout.ts';
 import { Tailer } from './tailer.ts';
 import { DEFAULT_LIMITS, StreamSession, type SessionLimits, type StreamFilter } from './session.ts';
 import { Flusher } from './flusher.ts';
+
+/** A transaction open this long that holds the stream back is named (health, metrics, the board); shorter ones are ordinary traffic. */
+export const HOLDER_MIN_AGE_MS = 1_000;
 
 /** Socket writes per second to SSE clients, all together (see flusher.ts). */
 export const DEFAULT_WRITE_BUDGET = 20_000;
@@ -98,6 +101,15 @@ export class EventHub {
 
   lagMs(): number | null {
     return this.tailer.lagMs();
+  }
+
+  /**
+   * The transaction of this database that holds the stream back (events committed after it wait
+   * for it to end), when it has been open for HOLDER_MIN_AGE_MS or more; otherwise null.
+   */
+  async holder(): Promise<FeedHolder | null> {
+    const h = await this.opts.queue.feedHolder(this.tailer.position);
+    return h && (h.ageMs === null || h.ageMs >= HOLDER_MIN_AGE_MS) ? h : null;
   }
 
   /** Ends every stream (clients resume elsewhere, or here after a restart, with Last-Event-ID). */
