@@ -6,7 +6,9 @@ import { inTransaction } from './database.ts';
 import { toEvent, toJob, type Job, type JobEvent } from './job.ts';
 import { START, type Cursor } from './cursor.ts';
 import type { JobStatus } from './schema.ts';
-import { enqueueJobs, jobsByIdempotencyKey } from './sql/enqueue.ts';
+import { DEFAULTS, MAX_ATTEMPTS_LIMIT } from './defaults.ts';
+import { StatementRunner, type Executor, type Result, type Statement } from './sql/statement.ts';
+import { enqueueJobs, jobsByIdempotencyKey, type EnqueueRecord } from './sql/enqueue.ts';
 import { claimJobs, nextRunAt } from './sql/claim.ts';
 import { completeJobs, failJobs, releaseJobs, renewLeases, reportProgress } from './sql/lease.ts';
 import { cancelJob, retryJob } from './sql/admin.ts';
@@ -117,8 +119,6 @@ function canonical(v: unknown): string {
   return JSON.stringify(v ?? null);
 }
 
-type EnqueueRecord = ReturnType<typeof toRecord>;
-
 interface PendingEnqueue {
   record: EnqueueRecord;
   resolve: (e: Enqueued) => void;
@@ -127,7 +127,7 @@ interface PendingEnqueue {
 
 const settle = (p: PendingEnqueue, r: Enqueued | Error) => (r instanceof Error ? p.reject(r) : p.resolve(r));
 
-function toRecord(input: EnqueueInput) {
+function toRecord(input: EnqueueInput): EnqueueRecord {
   let runAt: string | null = null;
   if (input.runAt !== undefined && input.runAt !== null) {
     const d = input.runAt instanceof Date ? input.runAt : new Date(input.runAt);
@@ -136,45 +136,33 @@ function toRecord(input: EnqueueInput) {
   }
   return {
     kind: input.kind,
-    queue: input.queue ?? 'default',
+    queue: input.queue ?? DEFAULTS.queue,
     payload: input.payload === undefined ? {} : input.payload,
-    priority: input.priority ?? 0,
+    priority: input.priority ?? DEFAULTS.priority,
     run_at: runAt,
-    max_attempts: input.maxAttempts ?? 5,
+    max_attempts: input.maxAttempts ?? DEFAULTS.maxAttempts,
     requires: input.requires ?? [],
     idempotency_key: input.idempotencyKey ?? null,
   };
 }
-
-type Executor = Pick<pg.Pool, 'query'> | pg.PoolClient;
 
 export class Queue {
   readonly leaseMs: number;
   readonly backoffBaseMs: number;
   readonly backoffMaxMs: number;
 
-  /** Named (server-side prepared) statements; switched off by itself behind a transaction pooler. */
-  private prepared = true;
+  /** Prepared statements, switched off by itself behind a transaction pooler. */
+  private readonly sql = new StatementRunner();
 
   constructor(readonly pool: pg.Pool, opts: QueueOptions = {}) {
-    this.leaseMs = opts.leaseMs ?? 30_000;
-    this.backoffBaseMs = opts.backoffBaseMs ?? 1_000;
-    this.backoffMaxMs = opts.backoffMaxMs ?? 3_600_000;
+    this.leaseMs = opts.leaseMs ?? DEFAULTS.leaseMs;
+    this.backoffBaseMs = opts.backoffBaseMs ?? DEFAULTS.backoffBaseMs;
+    this.backoffMaxMs = opts.backoffMaxMs ?? DEFAULTS.backoffMaxMs;
   }
 
-  // A transaction pooler (pgbouncer < 1.21 in transaction mode) hands each statement to any
-  // server connection, where our prepared statement may not exist (26000) or already exist
-  // (42P05). Neither error ran anything, so fall back to unnamed statements for good and retry.
-  private async exec(db: Executor, config: pg.QueryConfig) {
-    if (!this.prepared) return db.query({ text: config.text, values: config.values });
-    try {
-      return await db.query(config);
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (code !== '26000' && code !== '42P05') throw err;
-      this.prepared = false;
-      return db.query({ text: config.text, values: config.values });
-    }
+  /** Every statement goes through here: on the pool, or on `db` (a client in a transaction). */
+  private run<P extends readonly unknown[], R>(st: Statement<P, R>, values: P, db: Executor = this.pool): Promise<Result<R>> {
+    return this.sql.run(db, st, values);
   }
 
   // ---- producing -------------------------------------------------------------------------
@@ -246,7 +234,7 @@ export class Queue {
   }
 
   private async insert(db: Executor, records: EnqueueRecord[]): Promise<(Enqueued | ConflictError)[]> {
-    const { rows } = await this.exec(db, { ...enqueueJobs, values: [JSON.stringify(records)] });
+    const { rows } = await this.run(enqueueJobs, [JSON.stringify(records)], db);
     rows.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
     // Inserted rows follow input order; an input whose key already existed (before, or
     // earlier in this batch) has no row and is looked up instead.
@@ -273,7 +261,7 @@ export class Queue {
     const existing = new Map<string, Job>();
     const batchCreated = new Map(out.filter((e): e is Enqueued => !!e).map((e) => [e.job.idempotencyKey, e.job]));
     if (missing.length) {
-      const found = await this.exec(db, { ...jobsByIdempotencyKey, values: [missing] });
+      const found = await this.run(jobsByIdempotencyKey, [missing], db);
       for (const row of found.rows) existing.set(row.idempotency_key, toJob(row));
     }
     return records.map((r, i) => {
@@ -294,19 +282,16 @@ export class Queue {
 
   async claim(req: ClaimRequest): Promise<Job[]> {
     const queues = req.queues?.length ? req.queues : null;
-    const { rows } = await this.exec(this.pool, {
-      ...claimJobs,
-      values: [
-        queues, req.capabilities ?? [], req.limit, req.worker, req.ownerLock ?? null, req.leaseMs ?? this.leaseMs,
-        req.kinds ?? null,
-      ],
-    });
+    const { rows } = await this.run(claimJobs, [
+      queues, req.capabilities ?? [], req.limit, req.worker, req.ownerLock ?? null, req.leaseMs ?? this.leaseMs,
+      req.kinds ?? null,
+    ]);
     return rows.map(toJob).sort((a, b) => b.priority - a.priority || Number(BigInt(a.id) - BigInt(b.id)));
   }
 
   /** When the next scheduled job for these queues becomes runnable, or null. */
   async nextRunAt(queues?: string[], capabilities: string[] = [], kinds?: string[]): Promise<Date | null> {
-    const { rows } = await this.exec(this.pool, { ...nextRunAt, values: [queues?.length ? queues : null, capabilities, kinds ?? null] });
+    const { rows } = await this.run(nextRunAt, [queues?.length ? queues : null, capabilities, kinds ?? null]);
     return rows[0]?.at_ms == null ? null : new Date(rows[0].at_ms);
   }
 
@@ -315,10 +300,7 @@ export class Queue {
     const held = new Set<string>();
     const cancelRequested = new Set<string>();
     if (leases.length === 0) return { held, cancelRequested };
-    const { rows } = await this.exec(this.pool, {
-      ...renewLeases,
-      values: [leases.map((l) => l.id), leases.map((l) => l.attempt), worker, leaseMs],
-    });
+    const { rows } = await this.run(renewLeases, [leases.map((l) => l.id), leases.map((l) => l.attempt), worker, leaseMs]);
     for (const r of rows) {
       held.add(r.id);
       if (r.cancel_requested) cancelRequested.add(r.id);
@@ -329,20 +311,16 @@ export class Queue {
   /** Reports progress (0..100). Returns false when the lease was lost. */
   async progress(worker: string, lease: Lease, percent: number, message: string | null = null): Promise<{ held: boolean; cancelRequested: boolean }> {
     if (!Number.isFinite(percent) || percent < 0 || percent > 100) throw new ValidationError('progress percent must be a number from 0 to 100');
-    const { rows } = await this.exec(this.pool, {
-      ...reportProgress,
-      values: [lease.id, lease.attempt, worker, percent, message, this.leaseMs],
-    });
+    const { rows } = await this.run(reportProgress, [lease.id, lease.attempt, worker, percent, message, this.leaseMs]);
     return { held: rows.length === 1, cancelRequested: rows[0]?.cancel_requested ?? false };
   }
 
   /** Marks jobs succeeded; returns the ids whose lease was lost (nothing was written for them). */
   async complete(worker: string, done: (Lease & { result: unknown })[]): Promise<string[]> {
     if (done.length === 0) return [];
-    const { rows } = await this.exec(this.pool, {
-      ...completeJobs,
-      values: [done.map((d) => d.id), done.map((d) => d.attempt), worker, done.map((d) => JSON.stringify(d.result ?? null))],
-    });
+    const { rows } = await this.run(completeJobs, [
+      done.map((d) => d.id), done.map((d) => d.attempt), worker, done.map((d) => JSON.stringify(d.result ?? null)),
+    ]);
     return lost(done, rows);
   }
 
@@ -352,53 +330,47 @@ export class Queue {
    */
   async fail(worker: string, failed: (Lease & { error: unknown; final?: boolean })[]): Promise<string[]> {
     if (failed.length === 0) return [];
-    const { rows } = await this.exec(this.pool, {
-      ...failJobs,
-      values: [
-        failed.map((f) => f.id),
-        failed.map((f) => f.attempt),
-        worker,
-        this.backoffBaseMs,
-        this.backoffMaxMs,
-        failed.map((f) => JSON.stringify(toErrorInfo(f.error))),
-        failed.map((f) => !!f.final),
-      ],
-    });
+    const { rows } = await this.run(failJobs, [
+      failed.map((f) => f.id),
+      failed.map((f) => f.attempt),
+      worker,
+      this.backoffBaseMs,
+      this.backoffMaxMs,
+      failed.map((f) => JSON.stringify(toErrorInfo(f.error))),
+      failed.map((f) => !!f.final),
+    ]);
     return lost(failed, rows);
   }
 
   /** Hands jobs back to the queue without using up their attempt (graceful shutdown). */
   async release(worker: string, leases: Lease[]): Promise<string[]> {
     if (leases.length === 0) return [];
-    const { rows } = await this.exec(this.pool, {
-      ...releaseJobs,
-      values: [leases.map((l) => l.id), leases.map((l) => l.attempt), worker],
-    });
+    const { rows } = await this.run(releaseJobs, [leases.map((l) => l.id), leases.map((l) => l.attempt), worker]);
     return lost(leases, rows);
   }
 
   // ---- administration ---------------------------------------------------------------------
 
   async cancel(id: string): Promise<Job> {
-    const { rows } = await this.exec(this.pool, { ...cancelJob, values: [id] });
+    const { rows } = await this.run(cancelJob, [id]);
     if (rows[0]) return toJob(rows[0]);
     const job = await this.mustGet(id);
     throw new ConflictError(`job ${id} is already ${job.status}; only queued or running jobs can be cancelled`);
   }
 
   async retry(id: string): Promise<Job> {
-    const { rows } = await this.exec(this.pool, { ...retryJob, values: [id] });
+    const { rows } = await this.run(retryJob, [id]);
     if (rows[0]) return toJob(rows[0]);
     const job = await this.mustGet(id);
     if (job.status === 'failed' || job.status === 'cancelled') {
-      throw new ConflictError(`job ${id} has used 1000 attempts, the most a job may have`);
+      throw new ConflictError(`job ${id} has used ${MAX_ATTEMPTS_LIMIT} attempts, the most a job may have`);
     }
     throw new ConflictError(`job ${id} is ${job.status}; only failed or cancelled jobs can be retried`);
   }
 
   /** Requeues (or fails) running jobs whose lease expired or whose owner died. One reaper at a time. */
   async reap(limit = 1000): Promise<{ requeued: number; failed: number; cancelled: number }> {
-    const { rows } = await this.exec(this.pool, { ...reapJobs, values: [limit] });
+    const { rows } = await this.run(reapJobs, [limit]);
     const count = (s: JobStatus) => rows.filter((r) => r.status === s).length;
     return { requeued: count('queued'), failed: count('failed'), cancelled: count('cancelled') };
   }
@@ -407,16 +379,16 @@ export class Queue {
   async cleanup(olderThanMs: number, batchSize = 1000): Promise<number> {
     let total = 0;
     for (;;) {
-      const { rowCount } = await this.exec(this.pool, { ...deleteFinishedJobs, values: [olderThanMs, batchSize] });
-      total += rowCount ?? 0;
-      if ((rowCount ?? 0) < batchSize) return total;
+      const { rowCount } = await this.run(deleteFinishedJobs, [olderThanMs, batchSize]);
+      total += rowCount;
+      if (rowCount < batchSize) return total;
     }
   }
 
   // ---- reading ----------------------------------------------------------------------------
 
   async get(id: string): Promise<Job | null> {
-    const { rows } = await this.exec(this.pool, { ...getJob, values: [id] });
+    const { rows } = await this.run(getJob, [id]);
     return rows[0] ? toJob(rows[0]) : null;
   }
 
@@ -427,43 +399,38 @@ export class Queue {
   }
 
   async list(f: { queue?: string; status?: JobStatus; kind?: string; before?: string; limit?: number } = {}): Promise<{ jobs: Job[]; next: string | null }> {
-    const limit = f.limit ?? 50;
-    const { rows } = await this.exec(this.pool, {
-      ...listJobs,
-      values: [f.queue ?? null, f.status ?? null, f.kind ?? null, f.before ?? null, limit + 1],
-    });
+    const limit = f.limit ?? DEFAULTS.listLimit;
+    const { rows } = await this.run(listJobs, [f.queue ?? null, f.status ?? null, f.kind ?? null, f.before ?? null, limit + 1]);
     const jobs = rows.slice(0, limit).map(toJob);
     return { jobs, next: rows.length > limit ? jobs[jobs.length - 1].id : null };
   }
 
   async counts(): Promise<QueueCount[]> {
-    return (await this.exec(this.pool, queueCounts)).rows;
+    return (await this.run(queueCounts, [])).rows;
   }
 
   async events(jobId: string): Promise<JobEvent[]> {
-    return (await this.exec(this.pool, { ...jobEvents, values: [jobId] })).rows.map(toEvent);
+    return (await this.run(jobEvents, [jobId])).rows.map(toEvent);
   }
 
   /** Events after `after`, gap-free (see sql/feed.ts), optionally for one job or queue. */
   async feed(after: Cursor = START, limit = 1000, filter: { jobId?: string; queue?: string } = {}): Promise<JobEvent[]> {
     const filtered = filter.jobId !== undefined || filter.queue !== undefined;
-    const { rows } = await this.exec(this.pool, 
-      filtered
-        ? { ...readFeedFiltered, values: [after.tx, after.id, limit, filter.jobId ?? null, filter.queue ?? null] }
-        : { ...readFeed, values: [after.tx, after.id, limit] },
-    );
+    const { rows } = filtered
+      ? await this.run(readFeedFiltered, [after.tx, after.id, limit, filter.jobId ?? null, filter.queue ?? null])
+      : await this.run(readFeed, [after.tx, after.id, limit]);
     return rows.map(toEvent);
   }
 
   /** True when committed events past `after` wait behind an open transaction (see sql/feed-backlog.ts). */
   async heldBack(after: Cursor): Promise<boolean> {
-    const { rows } = await this.exec(this.pool, { ...feedHeldBack, values: [after.tx, after.id] });
+    const { rows } = await this.run(feedHeldBack, [after.tx, after.id]);
     return rows[0].held;
   }
 
   /** The transaction that holds the feed back past `after`, and its session, or null when none does. */
   async feedHolder(after: Cursor): Promise<FeedHolder | null> {
-    const { rows } = await this.exec(this.pool, { ...feedHolder, values: [after.tx, after.id] });
+    const { rows } = await this.run(feedHolder, [after.tx, after.id]);
     const r = rows[0];
     if (!r) return null;
     return {
@@ -480,17 +447,17 @@ export class Queue {
 
   /** The newest feed position: where a live-only stream starts. */
   async head(): Promise<Cursor> {
-    const { rows } = await this.exec(this.pool, feedHead);
+    const { rows } = await this.run(feedHead, []);
     return rows[0] ? { tx: rows[0].tx, id: rows[0].id } : START;
   }
 
   async workers(): Promise<{ worker: string; running: number; since: string; jobs: string[] }[]> {
-    const { rows } = await this.exec(this.pool, runningByWorker);
+    const { rows } = await this.run(runningByWorker, []);
     return rows.map((r) => ({ ...r, since: r.since.toISOString() }));
   }
 
   async tableStats(): Promise<{ name: string; liveTuples: number; deadTuples: number; lastAutovacuum: string | null; lastVacuum: string | null }[]> {
-    const { rows } = await this.exec(this.pool, tableStats);
+    const { rows } = await this.run(tableStats, []);
     return rows.map((r) => ({
       name: r.name,
       liveTuples: r.live_tuples,

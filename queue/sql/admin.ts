@@ -1,8 +1,10 @@
+import { MAX_ATTEMPTS_LIMIT } from '../defaults.ts';
+import type { JobRow } from './rows.ts';
 import { statement } from './statement.ts';
 
 // A queued job is cancelled at once; a running one is asked to stop (its worker hears it on
 // herald_control, fires the handler's signal, and then writes 'cancelled').
-export const cancelJob = statement(
+export const cancelJob = statement<[id: string], JobRow>(
   'cancel',
   `
 UPDATE herald.jobs
@@ -13,13 +15,13 @@ WHERE id = $1 AND status IN ('queued', 'running')
 RETURNING *`,
 );
 
-// A failed or cancelled job runs again, with at least one attempt left (1000 is the ceiling).
-export const retryJob = statement(
+// A failed or cancelled job runs again, with at least one attempt left (MAX_ATTEMPTS_LIMIT is the ceiling).
+export const retryJob = statement<[id: string], JobRow>(
   'retry',
   `
 UPDATE herald.jobs
 SET status = 'queued', available_at = now(), finished_at = NULL, cancel_requested_at = NULL,
     result = NULL, progress = NULL, max_attempts = greatest(max_attempts, attempt + 1)
-WHERE id = $1 AND status IN ('failed', 'cancelled') AND attempt < 1000
+WHERE id = $1 AND status IN ('failed', 'cancelled') AND attempt < ${MAX_ATTEMPTS_LIMIT}
 RETURNING *`,
 );

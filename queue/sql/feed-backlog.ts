@@ -1,12 +1,13 @@
+import type { FeedAfter } from './rows.ts';
 import { statement } from './statement.ts';
 import { horizonCte } from './horizon.ts';
 
 // Rows the feed cannot hand out yet: committed (visible to this statement, so their
 // transaction ended) but at or above the horizon, because an older transaction that may write
-// here is still open. The server's tailer asks after a short page: if some are held back it
-// re-reads in a few ms instead of waiting for the next tick or its safety timer (a latency aid,
-// never a correctness one).
-export const feedHeldBack = statement(
+// here is still open. The server's tailer asks (Queue.heldBack) after a short page: if some are
+// held back it re-reads in a few ms instead of waiting for the next tick or its safety timer (a
+// latency aid, never a correctness one).
+export const feedHeldBack = statement<FeedAfter, { held: boolean }>(
   'feed_held_back',
   `
 WITH ${horizonCte('$1::xid8', '$2::bigint')}
@@ -22,7 +23,19 @@ SELECT EXISTS (
 // state, transaction and query start; never the query text, which /api/health would expose),
 // or a prepared transaction of this database (its gid).
 // No row when nothing waits. The blocker's id is returned even if no session can be named.
-export const feedHolder = statement(
+export const feedHolder = statement<
+  FeedAfter,
+  {
+    xid: string;
+    pid: number | null;
+    application_name: string | null;
+    state: string | null;
+    xact_start: Date | null;
+    query_start: Date | null;
+    gid: string | null;
+    age_ms: number | null;
+  }
+>(
   'feed_holder',
   `
 WITH ${horizonCte('$1::xid8', '$2::bigint')},

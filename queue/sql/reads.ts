@@ -1,9 +1,14 @@
+import type { JobStatus } from '../schema.ts';
+import type { JobRow } from './rows.ts';
 import { statement } from './statement.ts';
 
-export const getJob = statement('get', `SELECT * FROM herald.jobs WHERE id = $1`);
+export const getJob = statement<[id: string], JobRow>('get', `SELECT * FROM herald.jobs WHERE id = $1`);
 
 // Newest first, with optional filters and a keyset cursor (`before` an id).
-export const listJobs = statement(
+export const listJobs = statement<
+  [queue: string | null, status: JobStatus | null, kind: string | null, before: string | null, limit: number],
+  JobRow
+>(
   'list',
   `
 SELECT * FROM herald.jobs
@@ -15,7 +20,10 @@ ORDER BY id DESC
 LIMIT $5`,
 );
 
-export const queueCounts = statement(
+export const queueCounts = statement<
+  [],
+  { queue: string; queued: number; scheduled: number; running: number; succeeded: number; failed: number; cancelled: number }
+>(
   'queue_counts',
   `
 SELECT queue,
@@ -31,7 +39,7 @@ ORDER BY queue`,
 );
 
 /** Who holds jobs now, and since when. */
-export const runningByWorker = statement(
+export const runningByWorker = statement<[], { worker: string; running: number; since: Date; jobs: string[] }>(
   'workers',
   `
 SELECT locked_by AS worker, count(*)::int AS running, min(started_at) AS since,
@@ -43,7 +51,10 @@ ORDER BY locked_by`,
 );
 
 /** Bloat watch: dead tuples and vacuum times of the two tables. */
-export const tableStats = statement(
+export const tableStats = statement<
+  [],
+  { name: string; live_tuples: number; dead_tuples: number; last_autovacuum: Date | null; last_vacuum: Date | null }
+>(
   'table_stats',
   `
 SELECT relname AS name, n_live_tup::bigint::float8 AS live_tuples, n_dead_tup::bigint::float8 AS dead_tuples,
