@@ -10,6 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
@@ -446,6 +447,34 @@ describe('the board in Chromium', () => {
     expectCleanTab(detail);
     expectCleanTab(table);
     await context.close();
+  });
+
+  it('Health names the session that holds the stream back, with a visible warning, until it ends', async () => {
+    const writer = new pg.Client({ connectionString: db.url, application_name: 'board-test:long-writer' });
+    await writer.connect();
+    const tab = await openTab(server.url, '#/health');
+    const { page } = tab;
+    try {
+      await page.waitForSelector(tid('health-db'));
+      expect(await page.$(tid('stream-held-warning'))).toBeNull();
+      const pid = (await writer.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+      await writer.query('BEGIN');
+      await writer.query(`INSERT INTO herald.jobs (kind, queue) VALUES ('long-writer', 'held')`);
+      await enqueue({ kind: 'echo', queue: 'held' }); // committed after the writer's xid: held back
+      const warning = await page.waitForSelector(tid('stream-held-warning'), { timeout: 30_000 });
+      expect(await warning.isVisible()).toBe(true);
+      expect(await page.textContent(tid('held-pid'))).toBe(String(pid));
+      expect(await page.textContent(tid('held-application'))).toBe('board-test:long-writer');
+      expect(await page.textContent(tid('held-state'))).toBe('idle in transaction');
+      expect(await page.textContent(tid('held-query-start'))).not.toBe('—');
+      await shot(page, 'board-health-held.png');
+      await writer.query('COMMIT');
+      await page.waitForSelector(tid('stream-held-warning'), { state: 'detached', timeout: 30_000 });
+      expectCleanTab(tab);
+    } finally {
+      await writer.end();
+      await tab.close();
+    }
   });
 
   it('asks for a token when HERALD_TOKENS is set; a viewer sees data and gets a plain 403 on retry', async () => {

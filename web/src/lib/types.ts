@@ -102,11 +102,24 @@ export interface TableHealth {
   lastVacuum: string | null;
 }
 
+/** The open transaction that holds the event stream back (GET /api/health `streamHeldBy`). */
+export interface StreamHolder {
+  xid: string;
+  pid: number | null;
+  applicationName: string | null;
+  state: string | null;
+  gid: string | null;
+  transactionStart: string | null;
+  queryStart: string | null;
+  ageMs: number | null;
+}
+
 export interface Health {
   ok: boolean;
   db: 'up' | 'down';
   listener: 'up' | 'down' | 'polling';
   streamLagMs?: number | null;
+  streamHeldBy?: StreamHolder | null;
   tables?: TableHealth[];
 }
 
