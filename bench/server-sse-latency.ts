@@ -7,6 +7,7 @@
 // The clients share this process, so their own parsing is part of the figure: an upper bound
 // on what separate machines would see.
 import http from 'node:http';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { createParser } from 'eventsource-parser';
@@ -137,7 +138,7 @@ export function sseTable(b: SseBench): string {
   return lines.join('\n');
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+if (path.resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
   const arg = (name: string, fallback: string) => {
     const i = process.argv.indexOf(`--${name}`);
     return i > 0 ? process.argv[i + 1] : fallback;

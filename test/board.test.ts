@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
 import { spawnHerald, type HeraldProcess } from './support/herald-process.ts';
 import { startServer, waitUntil } from './system/support.ts';
+import { postToRow } from '../bench/board-latency.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ARTIFACTS = path.join(ROOT, 'test-artifacts');
@@ -204,37 +205,13 @@ describe('the board in Chromium', () => {
     // reply to the moment the job's row is in the DOM (a MutationObserver, so no polling delay).
     // The table adds new rows at most 4 times a second, so two series: jobs enqueued one at a
     // time (a pause before each lets that limiter go idle) and jobs enqueued back to back.
-    const measure = (n: number) =>
-      page.evaluate(async (payload) => {
-        const sent = performance.now();
-        const res = await fetch('/api/jobs', {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ kind: 'echo', queue: 'board', payload }),
-        });
-        if (res.status !== 201) throw new Error(`enqueue answered ${res.status}: ${await res.text()}`);
-        const job = (await res.json()) as { id: string };
-        const t0 = performance.now();
-        const sel = `[data-testid="job-row-${job.id}"]`;
-        return new Promise<{ id: string; ms: number; fromSend: number }>((resolve, reject) => {
-          const done = () => {
-            obs.disconnect();
-            clearTimeout(timer);
-            const now = performance.now();
-            resolve({ id: job.id, ms: now - t0, fromSend: now - sent });
-          };
-          const obs = new MutationObserver(() => document.querySelector(sel) && done());
-          const timer = setTimeout(() => (obs.disconnect(), reject(new Error(`row ${job.id} did not appear within 20 s`))), 20_000);
-          obs.observe(document.body, { childList: true, subtree: true });
-          if (document.querySelector(sel)) done();
-        });
-      }, { n });
+    const measure = () => postToRow(page, 'board');
     const series = { oneAtATime: [] as number[], oneAtATimeFromSend: [] as number[], backToBack: [] as number[] };
     for (let i = 0; i < 12; i++) {
       const backToBack = i >= 6;
       if (!backToBack) await new Promise((r) => setTimeout(r, 400)); // lets the limiter go idle: pacing, not waiting
-      const sample = await measure(i);
-      series[backToBack ? 'backToBack' : 'oneAtATime'].push(sample.ms);
+      const sample = await measure();
+      series[backToBack ? 'backToBack' : 'oneAtATime'].push(sample.fromReply);
       if (!backToBack) series.oneAtATimeFromSend.push(sample.fromSend);
       await rowStatus(page, sample.id, 'succeeded');
     }
