@@ -36,6 +36,45 @@ async function waitForHorizon(): Promise<void> {
   }
 }
 
+/** Follows the feed from `from` in the background, as the tailer does; `stop` returns all it read, once. */
+function follow(from: Cursor) {
+  const received: JobEvent[] = [];
+  let cursor = from;
+  let running = true;
+  const reader = (async () => {
+    while (running) {
+      const page = await drain(cursor);
+      received.push(...page.events);
+      cursor = page.cursor;
+      await sleep(2);
+    }
+  })();
+  return {
+    async stop(): Promise<JobEvent[]> {
+      running = false;
+      await reader;
+      await waitForHorizon();
+      received.push(...(await drain(cursor)).events);
+      return received;
+    },
+  };
+}
+
+/** `received` holds every event written after `from`, once each, in cursor order. */
+async function expectExactlyOnce(from: Cursor, received: JobEvent[]): Promise<void> {
+  const { rows } = await db.pool.query(
+    `SELECT e.id::text AS id FROM herald.job_events e WHERE (e.tx, e.id) > ($1::xid8, $2::bigint) ORDER BY e.id`,
+    [from.tx, from.id],
+  );
+  const ids = received.map((e) => e.eventId);
+  expect(rows.length).toBeGreaterThan(0);
+  expect(new Set(ids).size).toBe(ids.length); // no duplicate
+  expect([...ids].sort((x, y) => Number(x) - Number(y))).toEqual(rows.map((r) => r.id)); // no gap
+  for (let i = 1; i < received.length; i++) {
+    expect(compareCursor(parseCursor(received[i - 1].cursor), parseCursor(received[i].cursor))).toBeLessThan(0);
+  }
+}
+
 /** Drains until `test` holds for what arrived (the other transactions stay open meanwhile). */
 async function drainUntil(after: Cursor, test: (events: JobEvent[]) => boolean): Promise<{ events: JobEvent[]; cursor: Cursor }> {
   const got: JobEvent[] = [];
@@ -81,17 +120,7 @@ describe('event feed', () => {
 
   it('a reader following the cursor sees every event exactly once under concurrent writers', async () => {
     const from = await db.queue.head();
-    const received: JobEvent[] = [];
-    let cursor = from;
-    let writing = true;
-    const reader = (async () => {
-      while (writing) {
-        const page = await drain(cursor);
-        received.push(...page.events);
-        cursor = page.cursor;
-        await new Promise((r) => setTimeout(r, 2));
-      }
-    })();
+    const reader = follow(from);
     // 12 writers, each running transactions of random length that commit in random order.
     await Promise.all(
       Array.from({ length: 12 }, async (_, w) => {
@@ -109,38 +138,13 @@ describe('event feed', () => {
         }
       }),
     );
-    writing = false;
-    await reader;
-    await waitForHorizon();
-    const rest = await drain(cursor);
-    received.push(...rest.events);
-
-    const { rows } = await db.pool.query(
-      `SELECT e.id::text AS id FROM herald.job_events e WHERE (e.tx, e.id) > ($1::xid8, $2::bigint) ORDER BY e.id`,
-      [from.tx, from.id],
-    );
-    const ids = received.map((e) => e.eventId);
-    expect(new Set(ids).size).toBe(ids.length); // no duplicate
-    expect([...ids].sort((x, y) => Number(x) - Number(y))).toEqual(rows.map((r) => r.id)); // no gap
-    // Delivered in cursor order.
-    for (let i = 1; i < received.length; i++) {
-      expect(compareCursor(parseCursor(received[i - 1].cursor), parseCursor(received[i].cursor))).toBeLessThan(0);
-    }
+    await expectExactlyOnce(from, await reader.stop());
   });
 
   it('a reader sees every event exactly once with savepoints, prepared transactions and other databases busy', async () => {
     const from = await db.queue.head();
-    const received: JobEvent[] = [];
-    let cursor = from;
+    const reader = follow(from);
     let writing = true;
-    const reader = (async () => {
-      while (writing) {
-        const page = await drain(cursor);
-        received.push(...page.events);
-        cursor = page.cursor;
-        await sleep(2);
-      }
-    })();
     // Another database churns through transactions with xids the whole time.
     const other = await otherDatabase();
     const noise = (async () => {
@@ -193,23 +197,9 @@ describe('event feed', () => {
       }),
     );
     writing = false;
-    await reader;
     await noise;
     await other.end();
-    await waitForHorizon();
-    received.push(...(await drain(cursor)).events);
-
-    const { rows } = await db.pool.query(
-      `SELECT e.id::text AS id FROM herald.job_events e WHERE (e.tx, e.id) > ($1::xid8, $2::bigint) ORDER BY e.id`,
-      [from.tx, from.id],
-    );
-    const ids = received.map((e) => e.eventId);
-    expect(rows.length).toBeGreaterThan(0);
-    expect(new Set(ids).size).toBe(ids.length);
-    expect([...ids].sort((x, y) => Number(x) - Number(y))).toEqual(rows.map((r) => r.id));
-    for (let i = 1; i < received.length; i++) {
-      expect(compareCursor(parseCursor(received[i - 1].cursor), parseCursor(received[i].cursor))).toBeLessThan(0);
-    }
+    await expectExactlyOnce(from, await reader.stop());
   });
 
   it('holds back a later event behind a writer whose xid came from a savepoint, even one rolled back', async () => {

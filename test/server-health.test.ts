@@ -146,46 +146,52 @@ describe('metrics', () => {
 });
 
 describe('the stream horizon', () => {
-  it('streams on while another database holds a long transaction, and names none', async () => {
-    const other = new pg.Client({ connectionString: inject('pgAdminUrl'), application_name: 'health-test:other-db' });
-    await other.connect();
+  /** A live stream from the server, collecting its events until closed. */
+  async function liveStream() {
     const events: StreamEvent[] = [];
     const stream = new HeraldClient({ baseUrl: s.url }).events();
     const consuming = (async () => {
       for await (const e of stream) events.push(e);
     })();
+    await until(() => stream.lastEventId !== undefined);
+    return {
+      events,
+      async close() {
+        stream.close();
+        await consuming;
+      },
+    };
+  }
+  const post = async (kind: string) =>
+    (await (await fetch(`${s.url}/api/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind }) })).json()) as { id: string };
+
+  it('streams on while another database holds a long transaction, and names none', async () => {
+    const other = new pg.Client({ connectionString: inject('pgAdminUrl'), application_name: 'health-test:other-db' });
+    await other.connect();
+    const { events, close } = await liveStream();
     try {
-      await until(() => stream.lastEventId !== undefined);
       await other.query('BEGIN');
       await other.query('SELECT pg_current_xact_id()');
-      const res = await fetch(`${s.url}/api/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"kind":"beside-other-db"}' });
-      const job = (await res.json()) as { id: string };
+      const job = await post('beside-other-db');
       // Arrives while the other database's transaction stays open (the old, cluster-wide horizon waited for it).
       await until(() => events.some((e) => e.jobId === job.id));
       expect((await health()).body.streamHeldBy).toBeNull();
     } finally {
       await other.query('ROLLBACK');
       await other.end();
-      stream.close();
-      await consuming;
+      await close();
     }
   });
 
   it('names the session of this database that holds the stream back, in /api/health and /metrics', async () => {
     const writer = new pg.Client({ connectionString: db.url, application_name: 'health-test:long-writer' });
     await writer.connect();
-    const events: StreamEvent[] = [];
-    const stream = new HeraldClient({ baseUrl: s.url }).events();
-    const consuming = (async () => {
-      for await (const e of stream) events.push(e);
-    })();
+    const { events, close } = await liveStream();
     try {
-      await until(() => stream.lastEventId !== undefined);
       const pid = (await writer.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
       await writer.query('BEGIN');
       await writer.query(`INSERT INTO herald.jobs (kind) VALUES ('long-writer')`);
-      const res = await fetch(`${s.url}/api/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"kind":"behind-long-writer"}' });
-      const later = (await res.json()) as { id: string };
+      const later = await post('behind-long-writer');
       let body: Record<string, unknown> = {};
       await until(async () => {
         body = (await health()).body;
@@ -216,8 +222,7 @@ describe('the stream horizon', () => {
       await until(async () => !/^herald_stream_holder_transaction_age_seconds\{/m.test(await (await fetch(`${s.url}/metrics`)).text()));
     } finally {
       await writer.end();
-      stream.close();
-      await consuming;
+      await close();
     }
   });
 });
