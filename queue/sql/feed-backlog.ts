@@ -11,10 +11,10 @@ export const feedHeldBack = statement<FeedAfter, { held: boolean }>(
   'feed_held_back',
   `
 WITH ${horizonCte('$1::xid8', '$2::bigint')}
+-- Some event past the cursor is at or above the horizon iff the newest one is (see horizon.ts).
 SELECT EXISTS (
-  SELECT 1 FROM herald.job_events e
-  WHERE (e.tx, e.id) > ($1::xid8, $2::bigint)
-    AND e.tx >= (SELECT h FROM horizon)
+  SELECT 1 FROM newest_event n
+  WHERE (n.tx, n.id) > ($1::xid8, $2::bigint) AND n.tx >= (SELECT h FROM horizon)
 ) AS held`,
 );
 
@@ -41,7 +41,7 @@ export const feedHolder = statement<
 WITH ${horizonCte('$1::xid8', '$2::bigint')},
 held AS (
   SELECT h FROM horizon
-  WHERE EXISTS (SELECT 1 FROM herald.job_events e WHERE (e.tx, e.id) > ($1::xid8, $2::bigint) AND e.tx >= horizon.h)
+  WHERE EXISTS (SELECT 1 FROM newest_event n WHERE (n.tx, n.id) > ($1::xid8, $2::bigint) AND n.tx >= horizon.h)
 )
 SELECT held.h::text AS xid, s.pid, s.application_name, s.state, s.xact_start, s.query_start, s.gid,
        (extract(epoch FROM now() - s.xact_start) * 1000)::float8 AS age_ms

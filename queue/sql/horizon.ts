@@ -17,12 +17,16 @@
 // statement's own, the one that reads the rows, so "ended" and "visible" agree.
 //
 // Cost: reading pg_locks and pg_stat_activity is not free, so it happens only when it can change
-// the answer: when committed events past the cursor sit at or above xmin. Otherwise the horizon is
-// xmin itself (nothing past the cursor lies between xmin and the attributed horizon).
+// the answer: when the newest event lies past the cursor at or above xmin (then, and only then,
+// some event past the cursor waits at or above xmin). Otherwise the horizon is xmin itself: nothing
+// past the cursor lies between xmin and the attributed horizon. The newest event is one step down
+// the (tx, id) index; an EXISTS over a range would let the planner pick a scan of the whole table.
 //
-// `afterTx`, `afterId`: SQL for the cursor. The fragment defines the CTE `horizon(h, snap)`.
+// `afterTx`, `afterId`: SQL for the cursor. The fragment defines the CTEs `newest_event(tx, id)`
+// and `horizon(snap, h)`.
 export const horizonCte = (afterTx: string, afterId: string) => `
 horizon_snapshot AS MATERIALIZED (SELECT pg_current_snapshot() AS snap),
+newest_event AS MATERIALIZED (SELECT e.tx, e.id FROM herald.job_events e ORDER BY e.tx DESC, e.id DESC LIMIT 1),
 other_database_xids AS MATERIALIZED (
   SELECT a.backend_xid AS x
   FROM pg_stat_activity a
@@ -35,8 +39,8 @@ other_database_xids AS MATERIALIZED (
 horizon AS MATERIALIZED (
   SELECT hs.snap, CASE
     WHEN NOT EXISTS (
-      SELECT 1 FROM herald.job_events e
-      WHERE (e.tx, e.id) > (${afterTx}, ${afterId}) AND e.tx >= pg_snapshot_xmin(hs.snap)
+      SELECT 1 FROM newest_event n
+      WHERE (n.tx, n.id) > (${afterTx}, ${afterId}) AND n.tx >= pg_snapshot_xmin(hs.snap)
     ) THEN pg_snapshot_xmin(hs.snap)
     ELSE (
       SELECT coalesce(min(r.x), pg_snapshot_xmax(hs.snap))
