@@ -1,25 +1,29 @@
 import type { FeedAfter } from './rows.ts';
 import { statement } from './statement.ts';
-import { horizonCte } from './horizon.ts';
+import { freshHorizonCte, horizonCte } from './horizon.ts';
+
+// Some event past the cursor is at or above the horizon iff the newest event is: one step down
+// the (tx, id) index (an EXISTS over the range could let the planner scan the whole table).
+const NEWEST_EVENT = `newest_event AS MATERIALIZED (SELECT e.tx, e.id FROM herald.job_events e ORDER BY e.tx DESC, e.id DESC LIMIT 1)`;
 
 // Rows the feed cannot hand out yet: committed (visible to this statement, so their
 // transaction ended) but at or above the horizon, because an older transaction that may write
 // here is still open. The server's tailer asks (Queue.heldBack) after a short page: if some are
 // held back it re-reads in a few ms instead of waiting for the next tick or its safety timer (a
 // latency aid, never a correctness one).
-export const feedHeldBack = statement<FeedAfter, { held: boolean }>(
+export const feedHeldBack = statement<[...FeedAfter, otherXids: string[]], { held: boolean }>(
   'feed_held_back',
   `
-WITH ${horizonCte('$1::xid8', '$2::bigint')}
--- Some event past the cursor is at or above the horizon iff the newest one is (see horizon.ts).
+WITH ${horizonCte('$3::xid8[]')},
+${NEWEST_EVENT}
 SELECT EXISTS (
   SELECT 1 FROM newest_event n
   WHERE (n.tx, n.id) > ($1::xid8, $2::bigint) AND n.tx >= (SELECT h FROM horizon)
 ) AS held`,
 );
 
-// Who holds the stream back: the session whose transaction is the horizon, while committed
-// events past the cursor wait behind it. A session of this database (pid, application name,
+// Who holds the stream back: the session whose transaction is the horizon (attributed afresh),
+// while committed events past the cursor wait behind it. A session of this database (pid, application name,
 // state, transaction and query start; never the query text, which /api/health would expose),
 // or a prepared transaction of this database (its gid).
 // No row when nothing waits. The blocker's id is returned even if no session can be named.
@@ -38,7 +42,8 @@ export const feedHolder = statement<
 >(
   'feed_holder',
   `
-WITH ${horizonCte('$1::xid8', '$2::bigint')},
+WITH ${freshHorizonCte},
+${NEWEST_EVENT},
 held AS (
   SELECT h FROM horizon
   WHERE EXISTS (SELECT 1 FROM newest_event n WHERE (n.tx, n.id) > ($1::xid8, $2::bigint) AND n.tx >= horizon.h)

@@ -9,10 +9,11 @@ import { horizonCte } from './horizon.ts';
 // resuming after it yields exactly what came later.
 const EVENT_COLUMNS = `e.id, e.job_id, e.tx::text AS tx, e.at, e.queue, e.kind, e.type, e.status, e.attempt, e.worker, e.data`;
 
-export const readFeed = statement<[...FeedAfter, limit: number], EventRow>(
+/** The tailer's read: events past the cursor and below the horizon. $4: ids known to be other databases' (horizon.ts). */
+export const readFeed = statement<[...FeedAfter, limit: number, otherXids: string[]], EventRow>(
   'feed',
   `
-WITH ${horizonCte('$1::xid8', '$2::bigint')}
+WITH ${horizonCte('$4::xid8[]')}
 SELECT ${EVENT_COLUMNS}
 FROM herald.job_events e
 WHERE (e.tx, e.id) > ($1::xid8, $2::bigint)
@@ -21,26 +22,32 @@ ORDER BY e.tx, e.id
 LIMIT $3`,
 );
 
-/** The same feed restricted to one job or one queue, for replays that are filtered. */
-export const readFeedFiltered = statement<[...FeedAfter, limit: number, jobId: string | null, queue: string | null], EventRow>(
-  'feed_filtered',
+/**
+ * A replay: the events in (after, through], optionally for one job or one queue. `through` is a
+ * position the tailer reached, so every event at or before it is final: no horizon is needed, and
+ * none can stop the replay short of it.
+ */
+export const readFeedThrough = statement<
+  [...FeedAfter, throughTx: string, throughId: string, limit: number, jobId: string | null, queue: string | null],
+  EventRow
+>(
+  'feed_through',
   `
-WITH ${horizonCte('$1::xid8', '$2::bigint')}
 SELECT ${EVENT_COLUMNS}
 FROM herald.job_events e
 WHERE (e.tx, e.id) > ($1::xid8, $2::bigint)
-  AND e.tx < (SELECT h FROM horizon)
-  AND ($4::bigint IS NULL OR e.job_id = $4)
-  AND ($5::text IS NULL OR e.queue = $5)
+  AND (e.tx, e.id) <= ($3::xid8, $4::bigint)
+  AND ($6::bigint IS NULL OR e.job_id = $6)
+  AND ($7::text IS NULL OR e.queue = $7)
 ORDER BY e.tx, e.id
-LIMIT $3`,
+LIMIT $5`,
 );
 
-/** The newest position below the horizon: a live-only stream starts here. */
-export const feedHead = statement<[], { tx: string; id: string }>(
+/** The newest position below the horizon: a live-only stream starts here. $1 as in readFeed. */
+export const feedHead = statement<[otherXids: string[]], { tx: string; id: string }>(
   'feed_head',
   `
-WITH ${horizonCte(`'0'::xid8`, '0::bigint')}
+WITH ${horizonCte('$1::xid8[]')}
 SELECT e.tx::text AS tx, e.id
 FROM herald.job_events e
 WHERE e.tx < (SELECT h FROM horizon)

@@ -5,7 +5,7 @@ import type { FastifyReply } from 'fastify';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { FeedHolder, Queue } from '../../queue/queue.ts';
-import { formatCursor, type Cursor } from '../../queue/cursor.ts';
+import { compareCursor, formatCursor, type Cursor } from '../../queue/cursor.ts';
 import { Listener } from '../../queue/listener.ts';
 import { EVENTS_CHANNEL } from '../../queue/channels.ts';
 import { Fanout } from './fanout.ts';
@@ -84,7 +84,9 @@ export class EventHub {
     reply.sse.keepAlive();
     // Live only starts at the database's head, which may be a little ahead of the tailer:
     // events up to it are skipped when they come through. (Subscribed first, so none is missed.)
-    const start = after ?? (await this.opts.queue.head().catch(() => target));
+    // Never before target: the buffer holds only what the tailer publishes after it.
+    const head = after === null ? await this.opts.queue.head().catch(() => target) : null;
+    const start = after ?? (compareCursor(head!, target) > 0 ? head! : target);
     // The stream's start position, for clients that read headers (EventSource gets it as an id).
     reply.header('herald-cursor', formatCursor(start));
     reply.sse.sendHeaders();

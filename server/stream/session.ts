@@ -89,25 +89,20 @@ export class StreamSession implements Subscriber, Flushable {
 
   /** Sends the stored events in (after, target], then hands over to the live buffer. */
   async replay(queue: Queue, after: Cursor, target: Cursor): Promise<void> {
-    const end = toPosition(target);
     let from = after;
     let last = toPosition(after);
     for (;;) {
-      const page = await queue.feed(from, REPLAY_PAGE, this.filter);
+      // Everything up to target is final (the tailer read it below its horizon): read it all.
+      const page = await queue.feedThrough(from, target, REPLAY_PAGE, this.filter);
       if (this.closed) return;
-      let reachedTarget = false;
       this.reply.raw.cork();
       for (const e of page) {
         const m = toMessage(e);
-        if (compareMessage(m, end) > 0) {
-          reachedTarget = true;
-          break;
-        }
         this.send(m.sse);
         last = m;
       }
       this.reply.raw.uncork();
-      if (reachedTarget || page.length < REPLAY_PAGE) break;
+      if (page.length < REPLAY_PAGE) break;
       from = { tx: last.tx.toString(), id: last.id.toString() };
       await this.drained();
       if (this.closed) return;
