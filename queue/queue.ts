@@ -469,7 +469,7 @@ export class Queue {
 
   /** The newest feed position: where a live-only stream starts. */
   async head(): Promise<Cursor> {
-    const { rows } = await this.run(feedHead, [this.otherXids]);
+    const { rows } = await this.run(feedHead, []);
     return rows[0] ? { tx: rows[0].tx, id: rows[0].id } : START;
   }
 

@@ -1,10 +1,6 @@
 import type { FeedAfter } from './rows.ts';
 import { statement } from './statement.ts';
-import { freshHorizonCte, horizonCte } from './horizon.ts';
-
-// Some event past the cursor is at or above the horizon iff the newest event is: one step down
-// the (tx, id) index (an EXISTS over the range could let the planner scan the whole table).
-const NEWEST_EVENT = `newest_event AS MATERIALIZED (SELECT e.tx, e.id FROM herald.job_events e ORDER BY e.tx DESC, e.id DESC LIMIT 1)`;
+import { NEWEST_EVENT, freshHorizonCte, horizonCte } from './horizon.ts';
 
 // Rows the feed cannot hand out yet: committed (visible to this statement, so their
 // transaction ended) but at or above the horizon, because an older transaction that may write
@@ -43,7 +39,6 @@ export const feedHolder = statement<
   'feed_holder',
   `
 WITH ${freshHorizonCte},
-${NEWEST_EVENT},
 held AS (
   SELECT h FROM horizon
   WHERE EXISTS (SELECT 1 FROM newest_event n WHERE (n.tx, n.id) > ($1::xid8, $2::bigint) AND n.tx >= horizon.h)

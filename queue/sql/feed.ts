@@ -1,6 +1,6 @@
 import type { EventRow, FeedAfter } from './rows.ts';
 import { statement } from './statement.ts';
-import { horizonCte } from './horizon.ts';
+import { freshHorizonCte, horizonCte } from './horizon.ts';
 
 // The gap-free event feed. Event ids are not commit-ordered (event 101 can commit before 100, and
 // a reader following `id > last` would skip 100 for ever), so the feed reads only rows written by
@@ -43,11 +43,11 @@ ORDER BY e.tx, e.id
 LIMIT $5`,
 );
 
-/** The newest position below the horizon: a live-only stream starts here. $1 as in readFeed. */
-export const feedHead = statement<[otherXids: string[]], { tx: string; id: string }>(
+/** The newest position below the horizon (looking at other databases afresh): a live-only stream starts here. */
+export const feedHead = statement<[], { tx: string; id: string }>(
   'feed_head',
   `
-WITH ${horizonCte('$1::xid8[]')}
+WITH ${freshHorizonCte}
 SELECT e.tx::text AS tx, e.id
 FROM herald.job_events e
 WHERE e.tx < (SELECT h FROM horizon)

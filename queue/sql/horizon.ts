@@ -52,7 +52,23 @@ FROM pg_snapshot_xip(pg_current_snapshot()) AS r(x)
 WHERE xid(r.x) IN (${OTHER_DATABASE_XIDS})`,
 );
 
-/** The horizon with a fresh attribution, for reports (who holds the stream back). Defines `horizon(h)`. */
+// Some event past a cursor is at or above a horizon iff the newest event is: one step down the
+// (tx, id) index (an EXISTS over the range could let the planner scan the whole table).
+export const NEWEST_EVENT = `newest_event AS MATERIALIZED (SELECT e.tx, e.id FROM herald.job_events e ORDER BY e.tx DESC, e.id DESC LIMIT 1)`;
+
+/**
+ * The horizon with a fresh look at other databases, for the occasional caller with no list at
+ * hand (a stream's start, a report). The look is only taken when it can change the answer: when
+ * the newest event is at or above xmin. Defines `newest_event(tx, id)` and `horizon(h)`.
+ */
 export const freshHorizonCte = `
-other_database_xids AS MATERIALIZED (${OTHER_DATABASE_XIDS}),
-${horizonCte(`ARRAY(SELECT r.x FROM pg_snapshot_xip(pg_current_snapshot()) AS r(x) WHERE xid(r.x) IN (SELECT x FROM other_database_xids))`)}`;
+${NEWEST_EVENT},
+horizon AS MATERIALIZED (
+  SELECT CASE
+    WHEN NOT EXISTS (SELECT 1 FROM newest_event n WHERE n.tx >= pg_snapshot_xmin(s.snap)) THEN pg_snapshot_xmin(s.snap)
+    ELSE coalesce(
+      (SELECT min(r.x) FROM pg_snapshot_xip(s.snap) AS r(x) WHERE xid(r.x) NOT IN (SELECT o.x FROM (${OTHER_DATABASE_XIDS}) o WHERE o.x IS NOT NULL)),
+      pg_snapshot_xmax(s.snap))
+  END AS h
+  FROM (SELECT pg_current_snapshot() AS snap) s
+)`;
