@@ -1,16 +1,20 @@
 // Migrations are idempotent, safe when several processes run them at once, and upgrade a
 // database made by older migrations in place, with its data.
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { createPool, withDatabase } from './database.ts';
-import { migrate } from './migrate.ts';
+import { MIGRATIONS_DIR, migrate } from './migrate.ts';
 import { Queue } from './queue.ts';
 
 // drizzle/ as it first landed (0000_tables, 0001_triggers with the scheduled wake-up rounded
 // down), copied from the repository's history because tests cannot read git.
 const V1 = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../test/fixtures/migrations-v1');
+
+/** How many migrations head has. */
+const HEAD = (JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] }).entries.length;
 
 const made: string[] = [];
 async function freshDatabase(suffix: string): Promise<string> {
@@ -69,7 +73,7 @@ describe('migrate', () => {
     const rows = await query(url, `
       SELECT (SELECT count(*)::int FROM drizzle.__drizzle_migrations) AS applied,
              (SELECT array_agg(tgname::text ORDER BY tgname) FROM pg_trigger WHERE NOT tgisinternal) AS triggers`);
-    expect(rows[0]).toEqual({ applied: 3, triggers: ['job_events_after_insert', 'jobs_after_insert', 'jobs_after_update'] });
+    expect(rows[0]).toEqual({ applied: HEAD, triggers: ['job_events_after_insert', 'jobs_after_insert', 'jobs_after_update'] });
   });
 
   it('upgrades a database made by the first landed migrations to head, keeping its jobs and events', async () => {
@@ -78,11 +82,14 @@ describe('migrate', () => {
     const pool = createPool(url, { max: 2 });
     const queue = new Queue(pool);
     try {
-      // Work in every state the old schema held: done, running (claimed before the upgrade), queued, scheduled.
-      const [done, running] = (await queue.enqueueMany([{ kind: 'a' }, { kind: 'b' }])).map((e) => e.job);
-      await queue.enqueueMany([{ kind: 'c', queue: 'other', payload: { n: 1 } }]);
-      const claimed = await queue.claim({ worker: 'w:1:x', kinds: ['a', 'b'], limit: 2 });
-      expect(claimed.map((j) => j.id).sort()).toEqual([done.id, running.id].sort());
+      // Work in every state the old schema held: done, running (claimed before the upgrade), queued.
+      // Written in SQL of the old shape: head's Queue knows columns the old tables lack.
+      await query(url, `INSERT INTO herald.jobs (kind) VALUES ('a'), ('b')`);
+      await query(url, `INSERT INTO herald.jobs (kind, queue, payload) VALUES ('c', 'other', '{"n":1}')`);
+      const claimSql = `UPDATE herald.jobs SET status = 'running', attempt = 1, locked_by = 'w:1:x',
+        started_at = now(), lease_expires_at = now() + interval '1 hour' WHERE kind IN ('a', 'b') RETURNING id`;
+      const claimed = (await query<{ id: string }>(url, claimSql)).map((r) => r.id).sort();
+      const [done, running] = claimed.map((id) => ({ id }));
       expect(await queue.complete('w:1:x', [{ id: done.id, attempt: 1, result: { ok: true } }])).toEqual([]);
       // The old function rounds the wake-up time down: the bug the upgrade must fix.
       expect(await scheduledWakeUp(url, 'before')).toBe(`before ${WHOLE_MS}`);
@@ -93,9 +100,14 @@ describe('migrate', () => {
 
       await migrate(url);
 
-      expect(await query(url, 'SELECT * FROM herald.jobs ORDER BY id')).toEqual(jobsBefore);
+      // Every old column keeps its value; columns added since hold their defaults.
+      const oldColumns = Object.keys(jobsBefore[0]).map((c) => `"${c}"`).join(', ');
+      expect(await query(url, `SELECT ${oldColumns} FROM herald.jobs ORDER BY id`)).toEqual(jobsBefore);
+      expect(await query(url, 'SELECT DISTINCT "group", tags, timeout_ms, expire_at FROM herald.jobs')).toEqual([
+        { group: null, tags: [], timeout_ms: null, expire_at: null },
+      ]);
       expect(await query(url, 'SELECT id, job_id, tx::text, type, status, attempt, data FROM herald.job_events ORDER BY id')).toEqual(eventsBefore);
-      expect(await query(url, 'SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations')).toEqual([{ n: 3 }]);
+      expect(await query(url, 'SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations')).toEqual([{ n: HEAD }]);
       // Head's functions are in place: the wake-up is rounded up, so a timer never fires early.
       expect(await scheduledWakeUp(url, 'after')).toBe(`after ${WHOLE_MS + 1}`);
       // A job claimed before the upgrade finishes after it, and the triggers still log it.

@@ -2,7 +2,8 @@
 // them, and @fastify/swagger turns them into /api/openapi.json. Field limits match the database's
 // checks (queue/schema.ts), so a request the schema accepts is one the table stores.
 import { EVENT_TYPES, JOB_STATUSES } from '../queue/schema.ts';
-import { DEFAULTS, MAX_ATTEMPTS_LIMIT } from '../queue/defaults.ts';
+import { DEFAULTS, MAX_ATTEMPTS_LIMIT, MAX_TAGS, MAX_TIMEOUT_MS } from '../queue/defaults.ts';
+import { WAITING_REASONS } from '../queue/job.ts';
 
 export const NAME_RULE = '1-128 characters of [A-Za-z0-9_.:-]';
 const name = (description: string) => ({ type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$', description });
@@ -32,6 +33,15 @@ export const enqueueInput = {
       description: 'capabilities a worker must offer to take the job',
     },
     idempotencyKey: { type: 'string', minLength: 1, maxLength: 255, description: 'the same key returns the same job' },
+    group: name('the key of per-group limits (a tenant, a customer)'),
+    tags: { type: 'array', maxItems: MAX_TAGS, items: name('a tag'), description: `labels to filter by (at most ${MAX_TAGS})` },
+    timeoutMs: {
+      type: 'integer',
+      minimum: 1,
+      maximum: MAX_TIMEOUT_MS,
+      description: 'an attempt running longer fails (the handler signal fires with a TimeoutError)',
+    },
+    expireAt: { ...dateTime, description: 'a job still queued at this time never starts: it becomes cancelled (event "expired")' },
   },
 } as const;
 
@@ -62,6 +72,15 @@ export const job = {
     }),
     result: {},
     lastError: nullable('object', { properties: { message: { type: 'string' } }, additionalProperties: true }),
+    group: nullable('string'),
+    tags: { type: 'array', items: { type: 'string' } },
+    timeoutMs: nullable('integer'),
+    expireAt: nullable('string', { format: 'date-time' }),
+    waitingFor: {
+      type: ['string', 'null'],
+      enum: [...WAITING_REASONS, null],
+      description: 'why a queued job is held back: runAt ahead, queue paused, a limit reached, or no live worker takes it',
+    },
   },
 } as const;
 
