@@ -85,8 +85,11 @@ export class EventHub {
     // Live only starts at the database's head, which may be a little ahead of the tailer:
     // events up to it are skipped when they come through. (Subscribed first, so none is missed.)
     // Never before target: the buffer holds only what the tailer publishes after it.
-    const head = after === null ? await this.opts.queue.head().catch(() => target) : null;
-    const start = after ?? (compareCursor(head!, target) > 0 ? head! : target);
+    let start = after;
+    if (start === null) {
+      const head = await this.opts.queue.head().catch(() => target);
+      start = compareCursor(head, target) > 0 ? head : target;
+    }
     // The stream's start position, for clients that read headers (EventSource gets it as an id).
     reply.header('herald-cursor', formatCursor(start));
     reply.sse.sendHeaders();
