@@ -63,7 +63,7 @@ function post(url: string, body: object): Promise<string> {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (text += c));
-      res.on('end', () => (res.statusCode === 201 ? resolve(JSON.parse(text).id) : reject(new Error(`POST answered ${res.statusCode}: ${text}`))));
+      res.on('end', () => (res.statusCode === 201 ? resolve((JSON.parse(text) as { id: string }).id) : reject(new Error(`POST answered ${res.statusCode}: ${text}`))));
     });
     req.on('error', reject);
     req.end(JSON.stringify(body));

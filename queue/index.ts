@@ -1,7 +1,7 @@
 // The public surface of Herald's core, for the server, the worker and in-process producers.
 export { Queue, toErrorInfo } from './queue.ts';
 export type { EnqueueInput, Enqueued, Lease, ClaimRequest, QueueCount, QueueOptions, ErrorInfo } from './queue.ts';
-export type { Job, JobEvent, JobProgress } from './job.ts';
+export type { Job, JobEvent, JobProgress, WaitingFor } from './job.ts';
 export { HeraldError, ValidationError, NotFoundError, ConflictError } from './errors.ts';
 export { parseCursor, formatCursor, compareCursor, START, type Cursor } from './cursor.ts';
 export { openDatabase, createPool, inTransaction, type Database } from './database.ts';

@@ -4,8 +4,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody } from './errors.ts';
 
-export const ROLES = ['viewer', 'producer', 'admin'] as const;
-export type Role = (typeof ROLES)[number];
+const ROLES = ['viewer', 'producer', 'admin'] as const;
+type Role = (typeof ROLES)[number];
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -10,9 +10,11 @@ const name = (description: string) => ({ type: 'string', minLength: 1, maxLength
 const jobId = { type: 'string', pattern: '^[0-9]{1,19}$', description: 'a job id (digits)' };
 const nullable = (type: string, extra: object = {}) => ({ type: [type, 'null'], ...extra });
 const dateTime = { type: 'string', format: 'date-time' };
+/** A reply object: every property is always sent (null when empty), so the document says so. */
+const reply = <P extends Record<string, object>>(properties: P) => ({ type: 'object', required: Object.keys(properties), properties }) as const;
 
-export const MAX_BATCH = 1000;
-export const MAX_WAIT_MS = 60_000;
+const MAX_BATCH = 1000;
+const MAX_WAIT_MS = 60_000;
 
 /** One job to enqueue (POST /api/jobs, and each entry of a batch). */
 export const enqueueInput = {
@@ -45,11 +47,10 @@ export const enqueueInput = {
   },
 } as const;
 
-export const job = {
+const job = {
   $id: 'Job',
   title: 'Job',
-  type: 'object',
-  properties: {
+  ...reply({
     id: { type: 'string' },
     queue: { type: 'string' },
     kind: { type: 'string' },
@@ -81,15 +82,14 @@ export const job = {
       enum: [...WAITING_REASONS, null],
       description: 'why a queued job is held back: runAt ahead, queue paused, a limit reached, or no live worker takes it',
     },
-  },
+  }),
 } as const;
 
 /** A job_events row as the API shows it; the SSE `data:` has the same fields. */
-export const jobEvent = {
+const jobEvent = {
   $id: 'JobEvent',
   title: 'JobEvent',
-  type: 'object',
-  properties: {
+  ...reply({
     eventId: { type: 'string' },
     jobId: { type: 'string' },
     queue: { type: 'string' },
@@ -100,18 +100,17 @@ export const jobEvent = {
     worker: nullable('string'),
     at: dateTime,
     data: {},
-  },
+  }),
 } as const;
 
-export const error = {
+const error = {
   $id: 'Error',
   title: 'Error',
-  type: 'object',
-  properties: {
+  ...reply({
     statusCode: { type: 'integer' },
     error: { type: 'string' },
     message: { type: 'string' },
-  },
+  }),
 } as const;
 
 /** Shared schemas, registered once with app.addSchema. */
@@ -119,7 +118,7 @@ export const sharedSchemas = [job, jobEvent, error];
 
 const ref = (id: string) => ({ $ref: `${id}#` });
 export const jobRef = ref('Job');
-export const errorRef = ref('Error');
+const errorRef = ref('Error');
 
 /** The error replies a route can give, for the OpenAPI document. */
 export function errors(...codes: number[]) {
@@ -180,76 +179,61 @@ export const eventsQuery = {
   },
 } as const;
 
-export const queueCounts = {
-  type: 'object',
-  properties: {
-    queues: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: Object.fromEntries(
-          ['queue', 'queued', 'scheduled', 'running', 'succeeded', 'failed', 'cancelled'].map((k) => [
-            k,
-            { type: k === 'queue' ? 'string' : 'integer' },
-          ]),
-        ),
-      },
-    },
+export const queueCounts = reply({
+  queues: {
+    type: 'array',
+    items: reply(
+      Object.fromEntries(
+        ['queue', 'queued', 'scheduled', 'running', 'succeeded', 'failed', 'cancelled'].map((k) => [k, { type: k === 'queue' ? 'string' : 'integer' }]),
+      ),
+    ),
   },
-} as const;
+});
 
-export const workers = {
-  type: 'object',
-  properties: {
-    workers: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: {
-          worker: { type: 'string' },
-          running: { type: 'integer' },
-          since: dateTime,
-          jobs: { type: 'array', items: { type: 'string' } },
-        },
-      },
-    },
+export const workers = reply({
+  workers: {
+    type: 'array',
+    items: reply({
+      worker: { type: 'string' },
+      running: { type: 'integer' },
+      since: dateTime,
+      jobs: { type: 'array', items: { type: 'string' } },
+    }),
   },
-} as const;
+});
 
-export const health = {
-  type: 'object',
-  properties: {
-    ok: { type: 'boolean' },
-    db: { type: 'string', enum: ['up', 'down'] },
-    listener: { type: 'string', enum: ['up', 'down', 'polling', 'connecting'] },
-    streamLagMs: nullable('number'),
-    streamHeldBy: {
-      type: ['object', 'null'],
-      description:
-        'The open transaction of this database that holds the event stream back (events committed after it wait until it ends), once it has been open 1 s; null when none does',
-      properties: {
-        xid: { type: 'string' },
-        pid: nullable('integer'),
-        applicationName: nullable('string'),
-        state: nullable('string', { description: "pg_stat_activity's state, or 'prepared' for a prepared transaction" }),
-        gid: nullable('string', { description: 'a prepared transaction’s name' }),
-        transactionStart: nullable('string', { format: 'date-time' }),
-        queryStart: nullable('string', { format: 'date-time' }),
-        ageMs: nullable('number'),
-      },
-    },
-    tables: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: {
-          name: { type: 'string' },
-          liveTuples: { type: 'number' },
-          deadTuples: { type: 'number' },
-          lastAutovacuum: nullable('string', { format: 'date-time' }),
-          lastVacuum: nullable('string', { format: 'date-time' }),
-        },
-      },
-    },
+export const batchReply = reply({ jobs: { type: 'array', items: jobRef } });
+export const jobPage = reply({ jobs: { type: 'array', items: jobRef }, next: nullable('string') });
+export const jobEvents = reply({ events: { type: 'array', items: ref('JobEvent') } });
+
+export const health = reply({
+  ok: { type: 'boolean' },
+  db: { type: 'string', enum: ['up', 'down'] },
+  listener: { type: 'string', enum: ['up', 'down', 'polling', 'connecting'] },
+  streamLagMs: nullable('number'),
+  streamHeldBy: {
+    ...reply({
+      xid: { type: 'string' },
+      pid: nullable('integer'),
+      applicationName: nullable('string'),
+      state: nullable('string', { description: "pg_stat_activity's state, or 'prepared' for a prepared transaction" }),
+      gid: nullable('string', { description: 'a prepared transaction’s name' }),
+      transactionStart: nullable('string', { format: 'date-time' }),
+      queryStart: nullable('string', { format: 'date-time' }),
+      ageMs: nullable('number'),
+    }),
+    type: ['object', 'null'],
+    description:
+      'The open transaction of this database that holds the event stream back (events committed after it wait until it ends), once it has been open 1 s; null when none does',
   },
-} as const;
+  tables: {
+    type: 'array',
+    items: reply({
+      name: { type: 'string' },
+      liveTuples: { type: 'number' },
+      deadTuples: { type: 'number' },
+      lastAutovacuum: nullable('string', { format: 'date-time' }),
+      lastVacuum: nullable('string', { format: 'date-time' }),
+    }),
+  },
+});

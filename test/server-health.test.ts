@@ -31,7 +31,7 @@ class CuttableProxy {
       }
     });
     await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
-    this.port = (this.server!.address() as net.AddressInfo).port;
+    this.port = (this.server.address() as net.AddressInfo).port;
     this.up = true;
   }
 
@@ -154,13 +154,11 @@ describe('the stream horizon', () => {
       for await (const e of stream) events.push(e);
     })();
     await until(() => stream.lastEventId !== undefined);
-    return {
-      events,
-      async close() {
-        stream.close();
-        await consuming;
-      },
+    const close = async () => {
+      stream.close();
+      await consuming;
     };
+    return { events, close };
   }
   const post = async (kind: string) =>
     (await (await fetch(`${s.url}/api/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind }) })).json()) as { id: string };

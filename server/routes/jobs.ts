@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { NotFoundError } from '../../queue/errors.ts';
 import type { JobStatus } from '../../queue/schema.ts';
 import type { ServerContext } from '../context.ts';
-import { errors, idParams, jobRef, listQuery } from '../schemas.ts';
+import { errors, idParams, jobEvents, jobPage, jobRef, listQuery } from '../schemas.ts';
 
 const MAX_ID = 2n ** 63n - 1n;
 
@@ -23,11 +23,12 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'viewer' },
       schema: {
         tags: ['jobs'],
+        operationId: 'listJobs',
         summary: 'List jobs, newest first',
         description: 'Page with ?before=<the `next` of the previous page>; `next` is null on the last page.',
         querystring: listQuery,
         response: {
-          200: { type: 'object', properties: { jobs: { type: 'array', items: jobRef }, next: { type: ['string', 'null'] } } },
+          200: { description: 'a page of jobs', ...jobPage },
           ...errors(400, 401, 403),
         },
       },
@@ -43,7 +44,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
     '/api/jobs/:id',
     {
       config: { role: 'viewer' },
-      schema: { ...byId, tags: ['jobs'], summary: 'One job', response: { 200: jobRef, ...errors(400, 401, 403, 404) } },
+      schema: { ...byId, tags: ['jobs'], operationId: 'getJob', summary: 'One job', response: { 200: jobRef, ...errors(400, 401, 403, 404) } },
     },
     async (request) => {
       const id = jobId(request.params);
@@ -60,9 +61,10 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
       schema: {
         ...byId,
         tags: ['jobs'],
+        operationId: 'listJobEvents',
         summary: "A job's events, oldest first",
         response: {
-          200: { type: 'object', properties: { events: { type: 'array', items: { $ref: 'JobEvent#' } } } },
+          200: { description: "the job's events", ...jobEvents },
           ...errors(400, 401, 403, 404),
         },
       },
@@ -83,6 +85,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
       schema: {
         ...byId,
         tags: ['jobs'],
+        operationId: 'cancelJob',
         summary: 'Cancel a job',
         description: 'A queued job becomes cancelled; a running one gets cancelRequested and its handler is signalled. A finished one: 409.',
         response: { 200: jobRef, ...errors(400, 401, 403, 404, 409) },
@@ -98,6 +101,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
       schema: {
         ...byId,
         tags: ['jobs'],
+        operationId: 'retryJob',
         summary: 'Retry a failed or cancelled job',
         description: 'The job is queued again with at least one more attempt. Any other status: 409.',
         response: { 200: jobRef, ...errors(400, 401, 403, 404, 409) },

@@ -10,6 +10,7 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'viewer' },
       schema: {
         tags: ['operations'],
+        operationId: 'listQueues',
         summary: 'Job counts per queue (queued = runnable now, scheduled = runAt in the future)',
         response: { 200: queueCounts, ...errors(401, 403) },
       },
@@ -23,6 +24,7 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'viewer' },
       schema: {
         tags: ['operations'],
+        operationId: 'listWorkers',
         summary: 'Workers holding jobs now: how many, since when, which',
         response: { 200: workers, ...errors(401, 403) },
       },

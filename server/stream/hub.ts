@@ -14,10 +14,10 @@ import { DEFAULT_LIMITS, StreamSession, type SessionLimits, type StreamFilter } 
 import { Flusher } from './flusher.ts';
 
 /** A transaction open this long that holds the stream back is named (health, metrics, the board); shorter ones are ordinary traffic. */
-export const HOLDER_MIN_AGE_MS = 1_000;
+const HOLDER_MIN_AGE_MS = 1_000;
 
 /** Socket writes per second to SSE clients, all together (see flusher.ts). */
-export const DEFAULT_WRITE_BUDGET = 20_000;
+const DEFAULT_WRITE_BUDGET = 20_000;
 
 export interface HubOptions {
   queue: Queue;

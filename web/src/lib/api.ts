@@ -2,8 +2,8 @@
 // server's `message` (Fastify's {statusCode, error, message}) so views can show it as is.
 
 import { auth } from './auth.svelte';
-import { normalizeEvent } from './store-core';
-import type { Health, Job, JobEvent, JobFilter, QueueCounts, WorkerInfo } from './types';
+import { normalizeEvent } from './live/normalize-event';
+import type { EnqueueInput, Health, Job, BoardEvent, JobFilter, QueueCounts, WorkerInfo } from './types';
 
 export class ApiError extends Error {
   constructor(
@@ -47,7 +47,7 @@ async function request<T>(method: string, path: string, opts: RequestOptions = {
       body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
     });
   } catch (e) {
-    throw new ApiError(0, `Cannot reach the server (${e instanceof Error ? e.message : e}).`);
+    throw new ApiError(0, `Cannot reach the server (${e instanceof Error ? e.message : 'network error'}).`);
   }
 
   const text = await res.text();
@@ -93,9 +93,9 @@ export function getJob(id: string): Promise<Job> {
   return request('GET', jobPath(id));
 }
 
-export async function getJobEvents(id: string): Promise<JobEvent[]> {
+export async function getJobEvents(id: string): Promise<BoardEvent[]> {
   const r = await request<{ events: unknown[] }>('GET', `${jobPath(id)}/events`);
-  return (r.events ?? []).map(normalizeEvent).filter((e): e is JobEvent => e !== null);
+  return (r.events ?? []).map(normalizeEvent).filter((e): e is BoardEvent => e !== null);
 }
 
 export function retryJob(id: string): Promise<Job> {
@@ -104,15 +104,6 @@ export function retryJob(id: string): Promise<Job> {
 
 export function cancelJob(id: string): Promise<Job> {
   return request('POST', `${jobPath(id)}/cancel`);
-}
-
-export interface EnqueueInput {
-  kind: string;
-  queue?: string;
-  payload?: unknown;
-  priority?: number;
-  runAt?: string;
-  maxAttempts?: number;
 }
 
 export function enqueueJob(input: EnqueueInput): Promise<Job> {
