@@ -459,9 +459,16 @@ describe('the board in Chromium', () => {
       expect(await page.textContent(tid('held-application'))).toBe('board-test:long-writer');
       expect(await page.textContent(tid('held-state'))).toBe('idle in transaction');
       expect(await page.textContent(tid('held-query-start'))).not.toBe('—');
+      // Every page says so in its header, and links here.
+      await page.goto(`${server.url}/#/jobs`);
+      const badge = await page.waitForSelector(tid('header-stream-held'), { timeout: 30_000 });
+      expect(await badge.textContent()).toContain(`pid ${pid}`);
+      await badge.click();
+      await page.waitForSelector(tid('stream-held-warning'));
       await shot(page, 'board-health-held.png');
       await writer.query('COMMIT');
       await page.waitForSelector(tid('stream-held-warning'), { state: 'detached', timeout: 30_000 });
+      await page.waitForSelector(tid('header-stream-held'), { state: 'detached', timeout: 30_000 });
       expectCleanTab(tab);
     } finally {
       await writer.end();
