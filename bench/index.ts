@@ -1,16 +1,25 @@
 // `npm run bench [-- --json] [-- --rounds N] [-- --only herald,sql]`: Herald against
 // graphile-worker (default and batched), pg-boss and a bare-SQL floor, on the same PostgreSQL,
-// in one run. Each runner gets a fresh database of its own (herald_bench_<name>).
+// in one run. `--depth` instead measures Herald's claim at 1k, 100k and 1M queued (depth.ts);
+// `--http` Herald's single POST against a bare Fastify INSERT route (http.ts). Each runner gets a
+// fresh database of its own (herald_bench_<name>; BENCH_DB_PREFIX
+// changes the prefix).
 //
 // Sizes: BENCH_JOBS (20000), BENCH_LATENCY_COUNT (300), BENCH_LATENCY_INTERVAL_MS (10).
+// `npm run bench -- --sse`: POST → every SSE client at 1, 10, 100 and 1,000 clients (server-sse-latency.ts).
 // With --rounds N each figure is the median of N runs (the order rotates every round).
 import os from 'node:os';
 import pg from 'pg';
 import { openDatabase, withDatabase } from '../queue/database.ts';
 import herald from './herald.ts';
 import { peers } from './peers/index.ts';
+import { benchDbName } from './peers/harness.ts';
+import { DEPTHS, claimCost } from './depth.ts';
+import { httpBench, type HttpResult } from './http.ts';
+import { migrate } from '../queue/migrate.ts';
 import { percentiles, type Percentiles } from './peers/stats.ts';
 import type { PeerRunner } from './peers/types.ts';
+import { sseLatency, sseTable } from './server-sse-latency.ts';
 
 /** The runners in --json order; graphile_batched has no latency entry (the same LISTEN path as graphile). */
 const DRAIN = ['herald', 'graphile', 'graphile_batched', 'pgboss', 'sql'];
@@ -25,13 +34,16 @@ function envInt(name: string, fallback: number): number {
 }
 
 function parseArgs(argv: string[]) {
-  const args = { json: false, rounds: 1, only: undefined as string[] | undefined };
+  const args = { json: false, depth: false, http: false, sse: false, rounds: 1, only: undefined as string[] | undefined };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--json') args.json = true;
+    else if (a === '--depth') args.depth = true;
+    else if (a === '--http') args.http = true;
     else if (a === '--rounds') args.rounds = Number(argv[++i]);
     else if (a === '--only') args.only = argv[++i].split(',');
-    else throw new Error(`unknown argument ${a}; usage: bench [--json] [--rounds N] [--only herald,sql,...]`);
+    else if (a === '--sse') args.sse = true;
+    else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --http | --sse | --rounds N --only herald,sql,...]`);
   }
   if (!Number.isInteger(args.rounds) || args.rounds < 1) throw new Error('--rounds must be a positive integer');
   return args;
@@ -65,6 +77,7 @@ const rotate = <T>(xs: T[], k: number) => xs.map((_, i) => xs[(i + k) % xs.lengt
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
+  if (args.sse) return sse(args.json);
   const jobs = envInt('BENCH_JOBS', 20_000);
   const count = envInt('BENCH_LATENCY_COUNT', 300);
   const intervalMs = envInt('BENCH_LATENCY_INTERVAL_MS', 10);
@@ -72,6 +85,15 @@ async function main() {
 
   const db = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: process.env.HERALD_DATA_DIR || '.herald' });
   const adminUrl = withDatabase(db.url, 'postgres');
+  if (args.depth || args.http) {
+    try {
+      if (args.depth) await depthBench(adminUrl, args.json, say);
+      else await compareHttp(adminUrl, args.json, say);
+    } finally {
+      await db.close();
+    }
+    return;
+  }
   const runners: PeerRunner[] = [herald, ...peers].filter((r) => !args.only || args.only.includes(r.name));
   const drains = new Map<string, number[]>();
   const latencies = new Map<string, Percentiles[]>();
@@ -81,13 +103,13 @@ async function main() {
       `drain ${jobs} no-op jobs, latency ${count} jobs ${intervalMs} ms apart, concurrency 16, ${args.rounds} round(s)`);
     for (let round = 0; round < args.rounds; round++) {
       for (const r of rotate(runners.filter((r) => DRAIN.includes(r.name)), round)) {
-        const url = await freshDatabase(adminUrl, `herald_bench_${r.name}`);
+        const url = await freshDatabase(adminUrl, benchDbName(r.name));
         const rate = await r.drain(url, jobs);
         drains.set(r.name, [...(drains.get(r.name) ?? []), rate]);
         say(`  round ${round + 1}: ${r.name} drain ${Math.round(rate)} jobs/s`);
       }
       for (const r of rotate(runners.filter((r) => LATENCY.includes(r.name)), round)) {
-        const url = await freshDatabase(adminUrl, `herald_bench_${r.name}`);
+        const url = await freshDatabase(adminUrl, benchDbName(r.name));
         const p = percentiles(await r.latency(url, count, intervalMs));
         latencies.set(r.name, [...(latencies.get(r.name) ?? []), p]);
         say(`  round ${round + 1}: ${r.name} latency p50 ${p.p50.toFixed(1)} / p95 ${p.p95.toFixed(1)} / p99 ${p.p99.toFixed(1)} ms`);
@@ -122,6 +144,65 @@ async function main() {
   for (const [name, n] of silenced) out.push(`(${name} reported ${n} error/warning events during its runs)`);
   process.stdout.write(`${out.join('\n')}\n`);
   if (args.json) process.stdout.write(`${JSON.stringify({ drain, latency })}\n`);
+}
+
+async function depthBench(adminUrl: string, json: boolean, say: (line: string) => void): Promise<void> {
+  say(`Herald depth bench: PostgreSQL ${await serverVersion(adminUrl)}, one claim of 16 + its completion, N queued and N finished`);
+  const depth: Record<string, number> = {};
+  for (const n of DEPTHS) {
+    const url = await freshDatabase(adminUrl, benchDbName(`depth_${n}`));
+    depth[n] = Math.round((await claimCost(url, n, say)) * 100) / 100;
+    say(`  depth ${n}: ${depth[n]} ms`);
+    await dropDatabase(adminUrl, benchDbName(`depth_${n}`));
+  }
+  const base = depth[DEPTHS[0]];
+  process.stdout.write(`\n${'queued (+ as many finished)'.padEnd(30)}${'ms'.padStart(8)}${'× 1k'.padStart(8)}\n`);
+  for (const n of DEPTHS) {
+    process.stdout.write(`${`  ${n.toLocaleString('en-US')}`.padEnd(30)}${depth[n].toFixed(2).padStart(8)}${`${(depth[n] / base).toFixed(2)}×`.padStart(8)}\n`);
+  }
+  if (json) process.stdout.write(`${JSON.stringify({ depth })}\n`);
+}
+
+async function compareHttp(adminUrl: string, json: boolean, say: (line: string) => void): Promise<void> {
+  const seconds = envInt('BENCH_HTTP_SECONDS', 10);
+  say(`Herald HTTP bench: PostgreSQL ${await serverVersion(adminUrl)}, single-job POSTs, 32 connections, ${seconds} s each`);
+  const heraldUrl = await freshDatabase(adminUrl, benchDbName('http_herald'));
+  await migrate(heraldUrl);
+  const bareUrl = await freshDatabase(adminUrl, benchDbName('http_bare'));
+  const r = await httpBench(heraldUrl, bareUrl, seconds);
+  const line = (name: string, x: HttpResult) =>
+    `${`  ${name}`.padEnd(18)}${x.requestsPerSecond.toLocaleString('en-US').padStart(10)}${x.p50.toFixed(1).padStart(8)}${x.p99.toFixed(1).padStart(8)}${String(x.non2xx).padStart(8)}`;
+  process.stdout.write(`\n${'POST, 1 job'.padEnd(18)}${'req/s'.padStart(10)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}${'non-2xx'.padStart(8)}\n`);
+  process.stdout.write(`${line('herald', r.herald)}\n${line('bare INSERT', r.bare)}\n`);
+  process.stdout.write(`herald / bare: ${(r.herald.requestsPerSecond / r.bare.requestsPerSecond).toFixed(2)}×\n`);
+  if (json) process.stdout.write(`${JSON.stringify({ http: { herald: r.herald.requestsPerSecond, bare: r.bare.requestsPerSecond } })}\n`);
+  await dropDatabase(adminUrl, benchDbName('http_herald'));
+  await dropDatabase(adminUrl, benchDbName('http_bare'));
+}
+
+async function dropDatabase(adminUrl: string, name: string): Promise<void> {
+  const c = new pg.Client({ connectionString: adminUrl });
+  await c.connect();
+  try {
+    await c.query(`DROP DATABASE IF EXISTS ${c.escapeIdentifier(name)} WITH (FORCE)`);
+  } finally {
+    await c.end();
+  }
+}
+
+// `--sse`: POST → every SSE client, by client count (see server-sse-latency.ts). Sizes:
+// BENCH_SSE_COUNT (60) jobs, BENCH_SSE_INTERVAL_MS (100) apart, per client count.
+async function sse(json: boolean) {
+  const say = (line: string) => process.stderr.write(`${line}\n`);
+  say(`Herald SSE bench: ${os.cpus().length} cores, clients 1, 10, 100, 1000`);
+  const result = await sseLatency({
+    clients: [1, 10, 100, 1000],
+    count: envInt('BENCH_SSE_COUNT', 60),
+    intervalMs: envInt('BENCH_SSE_INTERVAL_MS', 100),
+    say,
+  });
+  process.stdout.write(`\n${sseTable(result)}\n`);
+  if (json) process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 
 main().catch((err) => {

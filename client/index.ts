@@ -4,7 +4,7 @@
 import { createParser } from 'eventsource-parser';
 import type { Job, JobEvent } from '../queue/job.ts';
 import type {
-  EnqueueInput as CoreEnqueueInput, Queue, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo,
+  EnqueueInput as CoreEnqueueInput, FeedHolder, Queue, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo,
 } from '../queue/queue.ts';
 import type { EventType, JobStatus } from '../queue/schema.ts';
 
@@ -51,6 +51,8 @@ export interface Health {
   db: 'up' | 'down';
   listener: 'up' | 'down' | 'polling';
   streamLagMs: number | null;
+  /** The transaction of this database that holds the stream back (open 1 s or more), or null. */
+  streamHeldBy: FeedHolder | null;
   tables: Awaited<ReturnType<Queue['tableStats']>>;
 }
 
