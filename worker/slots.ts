@@ -88,6 +88,11 @@ export class Slots {
     return Math.max(0, room);
   }
 
+  /** Slots with nothing in them, not counting claim-ahead: what a limited queue's claim may take. */
+  get idle(): number {
+    return Math.max(0, this.opts.capacity - this.busy - this.buffer.length);
+  }
+
   get buffered(): number {
     return this.buffer.length;
   }
@@ -128,7 +133,10 @@ export class Slots {
     let ok = false;
     let value: unknown;
     let final = false;
-    const timer = a.job.timeoutMs ? setTimeout(() => this.timeout(a), a.job.timeoutMs) : undefined;
+    // The attempt's time counts from its claim, as the database's lease cap does: a job that
+    // waited in the buffer has less of it left.
+    const left = a.job.timeoutMs ? Math.max(0, a.job.timeoutMs - (performance.now() - a.claimedAt)) : 0;
+    const timer = a.job.timeoutMs ? setTimeout(() => this.timeout(a), left) : undefined;
     try {
       if (!task) {
         // Only reachable if a job's kind changed under us: claims ask for known kinds only.

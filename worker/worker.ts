@@ -243,7 +243,9 @@ export class Worker {
     } else if (channel === CONTROL_CHANNEL && payload === 'schedules') {
       this.scheduler?.changed();
     } else if (channel === CONTROL_CHANNEL && payload === 'queues') {
-      // Settings changed: a resumed or newly limited queue may have work for us.
+      // Settings changed: jobs claimed ahead go back (a queue just paused must not start them
+      // now), and a resumed or newly limited queue may have work for us.
+      void this.returnBuffered(0, 'queue settings changed');
       void this.refreshHeld().then(() => this.claimer.wake('queue settings changed'));
     }
   }
@@ -276,7 +278,10 @@ export class Worker {
       if (q === null) {
         jobs = await this.queue.claim({ ...base, queues: who.queues, limit: limit - got });
       } else {
-        const r = await this.queue.claimLimited(q, { ...base, limit: limit - got });
+        // No claim-ahead for a limited queue: a buffered job would hold one of its few slots idle.
+        const room = Math.min(limit - got, this.slots.idle);
+        if (room <= 0) continue;
+        const r = await this.queue.claimLimited(q, { ...base, limit: room });
         jobs = r.jobs;
         if (r.retryAt) this.claimer.dueAtTime(r.retryAt.getTime());
       }
