@@ -9,11 +9,13 @@ import type { JobStatus } from './schema.ts';
 import { enqueueJobs, jobsByIdempotencyKey } from './sql/enqueue.ts';
 import { claimJobs, nextRunAt } from './sql/claim.ts';
 import { completeJobs, failJobs, releaseJobs, renewLeases, reportProgress } from './sql/lease.ts';
-import { cancelJob, retryJob } from './sql/admin.ts';
+import { cancelJob, retryJob, setActor } from './sql/admin.ts';
+import { bulkStatements, countJobs, listJobs, windowFloor, type BulkAction } from './sql/search.ts';
+import { filterValues, isSearch, SEARCH_WINDOW, type JobFilter } from './search.ts';
 import { reapJobs } from './sql/reap.ts';
 import { deleteFinishedJobs } from './sql/cleanup.ts';
 import { feedHead, jobEvents, readFeed, readFeedFiltered } from './sql/feed.ts';
-import { getJob, listJobs, queueCounts, runningByWorker, tableStats } from './sql/reads.ts';
+import { getJob, queueCounts, runningByWorker, tableStats } from './sql/reads.ts';
 
 export interface EnqueueInput {
   kind: string;
@@ -56,6 +58,37 @@ export interface ErrorInfo {
   name?: string;
   stack?: string;
   [k: string]: unknown;
+}
+
+/** Who asked for a manual action: recorded as data.by on the events it writes. */
+export interface Actor {
+  /** The token's role; null when auth is off (no HERALD_TOKENS). */
+  role: string | null;
+  /** The token's label (HERALD_TOKENS entry role:label:token), when it has one. */
+  label?: string;
+}
+
+export interface ListOptions {
+  before?: string;
+  limit?: number;
+  /** Jobs a search looks at per page (see SEARCH_WINDOW). */
+  window?: number;
+}
+
+export interface JobPage {
+  jobs: Job[];
+  /** Pass back as `before` for the next page; null on the last one. */
+  next: string | null;
+  /**
+   * Set when the page was cut short by the search window: that many jobs were looked at, and
+   * `next` continues below them.
+   */
+  searched: number | null;
+}
+
+export interface BulkResult {
+  matched: number;
+  affected?: number;
 }
 
 export interface QueueOptions {
@@ -361,21 +394,58 @@ export class Queue {
 
   // ---- administration ---------------------------------------------------------------------
 
-  async cancel(id: string): Promise<Job> {
-    const { rows } = await this.exec(this.pool, { ...cancelJob, values: [id] });
+  /** Runs fn in one transaction whose events name `actor` (data.by); plain pool without one. */
+  private async as<T>(actor: Actor | undefined, fn: (db: Executor) => Promise<T>): Promise<T> {
+    if (!actor) return fn(this.pool);
+    return inTransaction(this.pool, async (c) => {
+      await this.exec(c, { ...setActor, values: [JSON.stringify(actor)] });
+      return fn(c);
+    });
+  }
+
+  async cancel(id: string, actor?: Actor): Promise<Job> {
+    const { rows } = await this.as(actor, (db) => this.exec(db, { ...cancelJob, values: [id] }));
     if (rows[0]) return toJob(rows[0]);
     const job = await this.mustGet(id);
     throw new ConflictError(`job ${id} is already ${job.status}; only queued or running jobs can be cancelled`);
   }
 
-  async retry(id: string): Promise<Job> {
-    const { rows } = await this.exec(this.pool, { ...retryJob, values: [id] });
+  async retry(id: string, actor?: Actor): Promise<Job> {
+    const { rows } = await this.as(actor, (db) => this.exec(db, { ...retryJob, values: [id] }));
     if (rows[0]) return toJob(rows[0]);
     const job = await this.mustGet(id);
     if (job.status === 'failed' || job.status === 'cancelled') {
       throw new ConflictError(`job ${id} has used 1000 attempts, the most a job may have`);
     }
     throw new ConflictError(`job ${id} is ${job.status}; only failed or cancelled jobs can be retried`);
+  }
+
+  /** How many jobs match the filter (any status). */
+  async countMatching(filter: JobFilter): Promise<number> {
+    const { rows } = await this.pool.query(countJobs, filterValues(filter));
+    return rows[0].n;
+  }
+
+  /**
+   * Retries, cancels or deletes every job the filter matches that is in an eligible status,
+   * in transactions of at most `batchSize` jobs, so the event stream and vacuum never wait on
+   * one long transaction. Jobs enqueued after the call began are not touched.
+   */
+  async bulk(action: BulkAction, filter: JobFilter, opts: { actor?: Actor; batchSize?: number; onBatch?: (r: Required<BulkResult>) => void } = {}): Promise<Required<BulkResult>> {
+    const values = filterValues(filter);
+    const batchSize = opts.batchSize ?? 1000;
+    const total = { matched: 0, affected: 0 };
+    let cursor: string | null = null;
+    for (;;) {
+      const r: { matched: number; affected: number; last: string | null } = await retryOnConflict(() =>
+        this.as(opts.actor, async (db) => (await db.query(bulkStatements[action], [...values, cursor, batchSize])).rows[0]),
+      );
+      total.matched += r.matched;
+      total.affected += r.affected;
+      opts.onBatch?.({ ...total });
+      if (r.matched < batchSize || r.last === null) return total;
+      cursor = r.last;
+    }
   }
 
   /** Requeues (or fails) running jobs whose lease expired or whose owner died. One reaper at a time. */
@@ -408,14 +478,22 @@ export class Queue {
     return job;
   }
 
-  async list(f: { queue?: string; status?: JobStatus; kind?: string; before?: string; limit?: number } = {}): Promise<{ jobs: Job[]; next: string | null }> {
-    const limit = f.limit ?? 50;
-    const { rows } = await this.exec(this.pool, {
-      ...listJobs,
-      values: [f.queue ?? null, f.status ?? null, f.kind ?? null, f.before ?? null, limit + 1],
-    });
+  /**
+   * A page of jobs, newest first. A search (payload, error or time range: no index serves
+   * them) looks at the newest `window` jobs below the cursor only; when that cuts the page
+   * short, `searched` says so and `next` continues below the window.
+   */
+  async list(q: JobFilter & ListOptions = {}): Promise<JobPage> {
+    const { before = null, limit = 50, window = SEARCH_WINDOW, ...f } = q;
+    const values = filterValues(f);
+    let floor: string | null = null;
+    if (isSearch(f)) floor = (await this.pool.query(windowFloor, [before, window, f.queue ?? null])).rows[0]?.id ?? null;
+    const { rows } = await this.pool.query(listJobs, [...values, before, limit + 1, floor]);
     const jobs = rows.slice(0, limit).map(toJob);
-    return { jobs, next: rows.length > limit ? jobs[jobs.length - 1].id : null };
+    if (rows.length > limit) return { jobs, next: jobs[jobs.length - 1].id, searched: null };
+    // The window ended before the page filled: older jobs remain, below the window.
+    if (floor !== null) return { jobs, next: floor, searched: window };
+    return { jobs, next: null, searched: null };
   }
 
   async counts(): Promise<QueueCount[]> {
@@ -457,6 +535,18 @@ export class Queue {
       lastAutovacuum: r.last_autovacuum?.toISOString() ?? null,
       lastVacuum: r.last_vacuum?.toISOString() ?? null,
     }));
+  }
+}
+
+/** Runs fn again when PostgreSQL broke a deadlock or serialization conflict by aborting it. */
+async function retryOnConflict<T>(fn: () => Promise<T>, tries = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (i >= tries || (code !== '40P01' && code !== '40001')) throw fromPgError(err);
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 // The JSON Schemas of every route: Fastify validates requests and serialises replies with
 // them, and @fastify/swagger turns them into /api/openapi.json. Limits follow CONTRACT.md.
 import { EVENT_TYPES, JOB_STATUSES } from '../queue/schema.ts';
+import { BULK_ACTIONS } from '../queue/sql/search.ts';
 
 export const NAME_RULE = '1-128 characters of [A-Za-z0-9_.:-]';
 const name = (description: string) => ({ type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$', description });
@@ -136,13 +137,51 @@ export const batchBody = {
   properties: { jobs: { type: 'array', minItems: 1, maxItems: MAX_BATCH, items: enqueueInput } },
 } as const;
 
+/** The filters of GET /api/jobs; POST /api/jobs/bulk takes the same ones as its `filter`. */
+const filterProperties = {
+  queue: name('only this queue'),
+  status: { type: 'string', enum: JOB_STATUSES },
+  kind: name('only this kind'),
+  payload: { type: 'string', minLength: 1, maxLength: 10_000, description: 'JSON containment: {"user":42} matches every payload holding it' },
+  error: { type: 'string', minLength: 1, maxLength: 1000, description: 'a case-insensitive substring of lastError.message' },
+  createdAfter: { ...dateTime, description: 'created at or after this ISO time' },
+  createdBefore: { ...dateTime, description: 'created at or before this ISO time' },
+} as const;
+
+export const bulkBody = {
+  type: 'object',
+  required: ['action', 'filter'],
+  additionalProperties: false,
+  properties: {
+    action: { type: 'string', enum: BULK_ACTIONS, description: 'retry: failed and cancelled jobs; cancel: queued and running; delete: succeeded, failed and cancelled (with their events)' },
+    filter: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        ...filterProperties,
+        payload: {
+          description: 'JSON containment: the JSON value itself, or the same JSON as a string (as the query takes it)',
+        },
+      },
+      description: 'the GET /api/jobs filters; it must name a queue or a status',
+    },
+    dryRun: { type: 'boolean', description: 'only count the matches' },
+  },
+} as const;
+
+export const bulkResult = {
+  type: 'object',
+  properties: {
+    matched: { type: 'integer', description: 'jobs the filter matched, in any status' },
+    affected: { type: 'integer', description: 'jobs the action changed (absent on a dry run)' },
+  },
+} as const;
+
 export const listQuery = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    queue: name('only this queue'),
-    status: { type: 'string', enum: JOB_STATUSES },
-    kind: name('only this kind'),
+    ...filterProperties,
     limit: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
     before: { ...jobId, description: 'page: jobs with a smaller id (the `next` of the previous page)' },
   },
@@ -156,6 +195,38 @@ export const eventsQuery = {
     job: { ...jobId, description: 'only events of this job' },
     lastEventId: { type: 'string', maxLength: 64, description: 'resume after this cursor (the Last-Event-ID header wins); 0 = from the beginning' },
     token: { type: 'string', description: 'the API token, for EventSource (which cannot set headers)' },
+  },
+} as const;
+
+export const STATS_RANGES = ['1h', '24h', '7d'] as const;
+
+export const statsParams = { type: 'object', required: ['queue'], properties: { queue: name('the queue') } } as const;
+
+export const statsQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { range: { type: 'string', enum: STATS_RANGES, default: '1h', description: '1h: 1-minute buckets; 24h: 15 minutes; 7d: 1 hour' } },
+} as const;
+
+export const queueStats = {
+  type: 'object',
+  properties: {
+    buckets: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          at: dateTime,
+          enqueued: { type: 'integer' },
+          started: { type: 'integer' },
+          succeeded: { type: 'integer' },
+          failed: { type: 'integer' },
+          waitP50Ms: nullable('number'),
+          waitP95Ms: nullable('number'),
+          depth: nullable('integer', { description: 'queued jobs at the end of the bucket; null when no rollup ran then' }),
+        },
+      },
+    },
   },
 } as const;
 

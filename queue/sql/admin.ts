@@ -1,25 +1,30 @@
 import { statement } from './statement.ts';
 
+// The single-job routes and the bulk actions (search.ts) share these clauses, so "cancel" and
+// "retry" mean the same thing whichever way they are asked for.
+
 // A queued job is cancelled at once; a running one is asked to stop (its worker hears it on
 // herald_control, fires the handler's signal, and then writes 'cancelled').
-export const cancelJob = statement(
-  'cancel',
-  `
-UPDATE herald.jobs
-SET status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END::herald.job_status,
+export const CANCEL = {
+  set: `status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END::herald.job_status,
     finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END,
-    cancel_requested_at = coalesce(cancel_requested_at, now())
-WHERE id = $1 AND status IN ('queued', 'running')
-RETURNING *`,
-);
+    cancel_requested_at = coalesce(cancel_requested_at, now())`,
+  where: `status IN ('queued', 'running')`,
+};
 
 // A failed or cancelled job runs again, with at least one attempt left (1000 is the ceiling).
-export const retryJob = statement(
-  'retry',
-  `
-UPDATE herald.jobs
-SET status = 'queued', available_at = now(), finished_at = NULL, cancel_requested_at = NULL,
-    result = NULL, progress = NULL, max_attempts = greatest(max_attempts, attempt + 1)
-WHERE id = $1 AND status IN ('failed', 'cancelled') AND attempt < 1000
-RETURNING *`,
-);
+export const RETRY = {
+  set: `status = 'queued', available_at = now(), finished_at = NULL, cancel_requested_at = NULL,
+    result = NULL, progress = NULL, max_attempts = greatest(max_attempts, attempt + 1)`,
+  where: `status IN ('failed', 'cancelled') AND attempt < 1000`,
+};
+
+/** Only finished jobs may be deleted: a queued or running one would vanish under its worker. */
+export const DELETE = { statuses: `('succeeded', 'failed', 'cancelled')` };
+
+export const cancelJob = statement('cancel', `UPDATE herald.jobs SET ${CANCEL.set} WHERE id = $1 AND ${CANCEL.where} RETURNING *`);
+
+export const retryJob = statement('retry', `UPDATE herald.jobs SET ${RETRY.set} WHERE id = $1 AND ${RETRY.where} RETURNING *`);
+
+/** Names who acts for the rest of the transaction; the job_events_actor trigger copies it into data.by. */
+export const setActor = statement('set_actor', `SELECT set_config('herald.actor', $1, true)`);

@@ -1,0 +1,63 @@
+// The job filter of GET /api/jobs and POST /api/jobs/bulk, as the core takes it, and its
+// conversion to the parameters of queue/sql/search.ts.
+import { ValidationError } from './errors.ts';
+import type { JobStatus } from './schema.ts';
+
+export interface JobFilter {
+  queue?: string;
+  status?: JobStatus;
+  kind?: string;
+  /** JSON containment: {"user": 42} matches every payload that holds it. */
+  payload?: unknown;
+  /** A case-insensitive substring of lastError.message. */
+  error?: string;
+  createdAfter?: string | Date;
+  createdBefore?: string | Date;
+}
+
+/**
+ * How many of the newest jobs (of the queue, when one is given) a search with a filter that no
+ * index serves (payload, error, time range) looks at per page. A page that ends at the window
+ * says so, and its `next` continues below it, so every job stays reachable at a bounded cost.
+ */
+export const SEARCH_WINDOW = 100_000;
+
+/** Filters that need the bounded window; queue, status and kind alone list as they always did. */
+export function isSearch(f: JobFilter): boolean {
+  return f.payload !== undefined || f.error !== undefined || f.createdAfter !== undefined || f.createdBefore !== undefined;
+}
+
+function time(name: string, v: string | Date | undefined): string | null {
+  if (v === undefined) return null;
+  const d = v instanceof Date ? v : new Date(v);
+  if (Number.isNaN(d.getTime())) throw new ValidationError(`${name} "${String(v)}" is not a valid ISO date`);
+  return d.toISOString();
+}
+
+/** The payload filter as JSON text; a string is taken as JSON (the query-string form). */
+function payloadJson(v: unknown): string | null {
+  if (v === undefined) return null;
+  if (typeof v !== 'string') return JSON.stringify(v);
+  try {
+    JSON.parse(v);
+  } catch {
+    throw new ValidationError(`payload must be JSON (for example {"user":42}), got ${JSON.stringify(v.slice(0, 60))}`);
+  }
+  return v;
+}
+
+// ILIKE treats % and _ as wildcards: a substring search means them literally.
+const likeSubstring = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/** The filter's parameters, in the order of JOB_FILTER. Throws ValidationError for bad values. */
+export function filterValues(f: JobFilter): unknown[] {
+  return [
+    f.queue ?? null,
+    f.status ?? null,
+    f.kind ?? null,
+    payloadJson(f.payload),
+    f.error === undefined ? null : likeSubstring(f.error),
+    time('createdAfter', f.createdAfter),
+    time('createdBefore', f.createdBefore),
+  ];
+}
