@@ -11,6 +11,8 @@ import { claimJobs, nextRunAt } from './sql/claim.ts';
 import { completeJobs, failJobs, releaseJobs, renewLeases, reportProgress } from './sql/lease.ts';
 import { cancelJob, retryJob, setActor } from './sql/admin.ts';
 import { bulkStatements, countJobs, listJobs, windowFloor, type BulkAction } from './sql/search.ts';
+import { lockHistory, pruneHistory, readHistory, recordDepth, rollupEvents } from './sql/history.ts';
+import { HISTORY_RANGES, HISTORY_RETENTION_MS, rangeStart, toBuckets, type HistoryBucket, type HistoryRange } from './history.ts';
 import { filterValues, isSearch, SEARCH_WINDOW, type JobFilter } from './search.ts';
 import { reapJobs } from './sql/reap.ts';
 import { deleteFinishedJobs } from './sql/cleanup.ts';
@@ -463,6 +465,40 @@ export class Queue {
       total += rowCount ?? 0;
       if ((rowCount ?? 0) < batchSize) return total;
     }
+  }
+
+  // ---- history ----------------------------------------------------------------------------
+
+  /**
+   * Rolls new events up into per-minute queue history, records each queue's depth for this
+   * minute and drops history past 30 days. One process at a time: returns null at once when
+   * another holds the rollup, else how many events it added.
+   */
+  async rollupHistory(batchSize = 20_000): Promise<number | null> {
+    let total = 0;
+    for (;;) {
+      const n = await inTransaction(this.pool, async (c) => {
+        if (!(await this.exec(c, lockHistory)).rows[0].locked) return null;
+        const read: number = (await this.exec(c, { ...rollupEvents, values: [batchSize] })).rows[0].n;
+        if (read < batchSize) {
+          await this.exec(c, recordDepth);
+          await this.exec(c, { ...pruneHistory, values: [HISTORY_RETENTION_MS] });
+        }
+        return read;
+      });
+      if (n === null) return total > 0 ? total : null;
+      total += n;
+      if (n < batchSize) return total;
+    }
+  }
+
+  /** A queue's history over the range, in its buckets, oldest first. */
+  async history(queue: string, range: HistoryRange, now = Date.now()): Promise<HistoryBucket[]> {
+    const { rows } = await this.exec(this.pool, {
+      ...readHistory,
+      values: [queue, rangeStart(range, now), `${HISTORY_RANGES[range].bucketMs / 1000} seconds`],
+    });
+    return toBuckets(rows, range, now);
   }
 
   // ---- reading ----------------------------------------------------------------------------

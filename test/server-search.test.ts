@@ -228,3 +228,37 @@ describe('POST /api/jobs/bulk', () => {
     ]);
   });
 });
+
+describe('GET /api/queues/:queue/stats', () => {
+  it('serves the rolled-up history in the buckets of each range', async () => {
+    await jobsIn('hist', ['succeeded', 'failed', 'queued']);
+    await s.queue.rollupHistory();
+    for (const [range, n] of [['1h', 60], ['24h', 96], ['7d', 168]] as const) {
+      const res = await s.app.inject({ method: 'GET', url: `/api/queues/hist/stats?range=${range}`, headers: VIEWER });
+      expect(res.statusCode, res.body).toBe(200);
+      const { buckets } = res.json();
+      expect(buckets, range).toHaveLength(n);
+      const totals = buckets.reduce(
+        (t: Record<string, number>, b: Record<string, number>) => ({ enqueued: t.enqueued + b.enqueued, started: t.started + b.started, succeeded: t.succeeded + b.succeeded, failed: t.failed + b.failed }),
+        { enqueued: 0, started: 0, succeeded: 0, failed: 0 },
+      );
+      expect(totals, range).toEqual({ enqueued: 3, started: 2, succeeded: 1, failed: 1 });
+      expect(buckets.at(-1).depth, range).toBe(1);
+      expect(buckets.at(-1).waitP50Ms, range).toEqual(expect.any(Number));
+      expect(Object.keys(buckets[0]).sort()).toEqual(['at', 'depth', 'enqueued', 'failed', 'started', 'succeeded', 'waitP50Ms', 'waitP95Ms']);
+    }
+    // The default range is 1h; a queue without history has empty buckets.
+    const empty = (await s.app.inject({ method: 'GET', url: '/api/queues/none/stats', headers: VIEWER })).json();
+    expect(empty.buckets).toHaveLength(60);
+    expect(empty.buckets.every((b: { enqueued: number; depth: number | null }) => b.enqueued === 0 && b.depth === null)).toBe(true);
+  });
+
+  it('rejects a bad range or queue name with 400', async () => {
+    const bad = await s.app.inject({ method: 'GET', url: '/api/queues/hist/stats?range=2h', headers: VIEWER });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().message).toMatch(/^range must be one of 1h, 24h, 7d/);
+    const name = await s.app.inject({ method: 'GET', url: '/api/queues/a%20b/stats', headers: VIEWER });
+    expect(name.statusCode).toBe(400);
+    expect(name.json().message).toMatch(/queue must be 1-128/);
+  });
+});
