@@ -3,10 +3,12 @@
 // Last-Event-ID after a dropped connection, so a consumer sees every event exactly once.
 import { createParser } from 'eventsource-parser';
 import type { Job, JobEvent } from '../queue/job.ts';
-import type { EnqueueInput as CoreEnqueueInput, QueueCount } from '../queue/queue.ts';
+import type { EnqueueInput as CoreEnqueueInput, JobPage, QueueCount } from '../queue/queue.ts';
+import type { HistoryBucket, HistoryRange } from '../queue/history.ts';
 import type { JobStatus } from '../queue/schema.ts';
+import type { BulkAction } from '../queue/sql/search.ts';
 
-export type { Job, JobStatus };
+export type { Job, JobStatus, JobPage, HistoryBucket, HistoryRange, BulkAction };
 /** Job counts of one queue (GET /api/queues). */
 export type QueueCounts = QueueCount;
 
@@ -35,13 +37,33 @@ export interface EnqueueResult {
   pending: boolean;
 }
 
-export interface ListFilter {
+/** The filters of GET /api/jobs (and of a bulk action). */
+export interface JobFilter {
   queue?: string;
   status?: JobStatus;
   kind?: string;
+  /** JSON containment: {user: 42} matches every payload that holds it. */
+  payload?: unknown;
+  /** A case-insensitive substring of lastError.message. */
+  error?: string;
+  createdAfter?: string | Date;
+  createdBefore?: string | Date;
+}
+
+export interface ListFilter extends JobFilter {
   limit?: number;
   before?: string;
 }
+
+export interface BulkRequest {
+  action: BulkAction;
+  /** Must name a queue or a status. */
+  filter: JobFilter;
+  dryRun?: boolean;
+}
+
+const filterParam = (k: string, v: unknown) =>
+  k === 'payload' && typeof v !== 'string' ? JSON.stringify(v) : v instanceof Date ? v.toISOString() : String(v);
 
 export interface Health {
   ok: boolean;
@@ -143,12 +165,27 @@ export class HeraldClient {
     return (await this.call<Job>('GET', `/api/jobs/${encodeURIComponent(id)}`)).body;
   }
 
-  /** Newest first; pass `next` back as `before` for the next page. */
-  async list(filter: ListFilter = {}): Promise<{ jobs: Job[]; next: string | null }> {
+  /**
+   * Newest first; pass `next` back as `before` for the next page. A search (payload, error,
+   * time range) looks at 100,000 jobs per page: `searched` is set when that cut a page short.
+   */
+  async list(filter: ListFilter = {}): Promise<JobPage> {
     const q = new URLSearchParams();
-    for (const [k, v] of Object.entries(filter)) if (v !== undefined) q.set(k, String(v));
+    for (const [k, v] of Object.entries(filter)) if (v !== undefined) q.set(k, filterParam(k, v));
     const qs = q.toString();
-    return (await this.call<{ jobs: Job[]; next: string | null }>('GET', `/api/jobs${qs ? `?${qs}` : ''}`)).body;
+    return (await this.call<JobPage>('GET', `/api/jobs${qs ? `?${qs}` : ''}`)).body;
+  }
+
+  /** Retries, cancels or deletes every job the filter matches (admin). `affected` is absent on a dry run. */
+  async bulk(req: BulkRequest): Promise<{ matched: number; affected?: number }> {
+    const filter = Object.fromEntries(Object.entries(req.filter).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v]));
+    return (await this.call<{ matched: number; affected?: number }>('POST', '/api/jobs/bulk', { ...req, filter })).body;
+  }
+
+  /** A queue's history: 1h in 1-minute buckets, 24h in 15-minute ones, 7d in hours. */
+  async queueStats(queue: string, range: HistoryRange = '1h'): Promise<HistoryBucket[]> {
+    const path = `/api/queues/${encodeURIComponent(queue)}/stats?range=${range}`;
+    return (await this.call<{ buckets: HistoryBucket[] }>('GET', path)).body.buckets;
   }
 
   /** A job's events, oldest first. */

@@ -82,10 +82,10 @@ export interface JobPage {
   /** Pass back as `before` for the next page; null on the last one. */
   next: string | null;
   /**
-   * Set when the page was cut short by the search window: that many jobs were looked at, and
-   * `next` continues below them.
+   * Present when the page was cut short by the search window: that many jobs were looked at,
+   * and `next` continues below them.
    */
-  searched: number | null;
+  searched?: number;
 }
 
 export interface BulkResult {
@@ -526,10 +526,10 @@ export class Queue {
     if (isSearch(f)) floor = (await this.pool.query(windowFloor, [before, window, f.queue ?? null])).rows[0]?.id ?? null;
     const { rows } = await this.pool.query(listJobs, [...values, before, limit + 1, floor]);
     const jobs = rows.slice(0, limit).map(toJob);
-    if (rows.length > limit) return { jobs, next: jobs[jobs.length - 1].id, searched: null };
+    if (rows.length > limit) return { jobs, next: jobs[jobs.length - 1].id };
     // The window ended before the page filled: older jobs remain, below the window.
     if (floor !== null) return { jobs, next: floor, searched: window };
-    return { jobs, next: null, searched: null };
+    return { jobs, next: null };
   }
 
   async counts(): Promise<QueueCount[]> {

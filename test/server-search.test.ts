@@ -22,7 +22,7 @@ const VIEWER = { authorization: 'Bearer v-token' };
 const list = async (query: Record<string, string>) => {
   const res = await s.app.inject({ method: 'GET', url: `/api/jobs?${new URLSearchParams(query)}`, headers: VIEWER });
   expect(res.statusCode, res.body).toBe(200);
-  return res.json() as { jobs: Job[]; next: string | null; searched: number | null };
+  return res.json() as { jobs: Job[]; next: string | null; searched?: number };
 };
 const ids = async (query: Record<string, string>) => (await list(query)).jobs.map((j) => Number(j.id));
 const bulk = (body: unknown, headers = ADMIN) => s.app.inject({ method: 'POST', url: '/api/jobs/bulk', payload: body as object, headers });
@@ -90,7 +90,7 @@ describe('GET /api/jobs search', () => {
     // Even ids, newest first, 4 to a page, all pages in one 100k window.
     const p1 = await list({ payload: '{"even":true}', limit: '4' });
     expect(p1.jobs.map((j) => j.id)).toEqual(['30', '28', '26', '24']);
-    expect(p1).toMatchObject({ next: '24', searched: null });
+    expect(p1).toEqual({ jobs: expect.any(Array), next: '24' });
     const p2 = await list({ payload: '{"even":true}', limit: '4', before: p1.next! });
     expect(p2.jobs.map((j) => j.id)).toEqual(['22', '20', '18', '16']);
 

@@ -36,7 +36,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
             properties: {
               jobs: { type: 'array', items: jobRef },
               next: { type: ['string', 'null'] },
-              searched: { type: ['integer', 'null'], description: 'set when the search window cut this page short' },
+              searched: { type: 'integer', description: 'present when the search window cut this page short' },
             },
           },
           ...errors(400, 401, 403),
