@@ -1,5 +1,6 @@
-// Two loops straight through the core API (no worker runtime, no HTTP), beside the bare-SQL
-// floor of DESIGN.md: 10,000 jobs enqueued in batches, then claimed and completed 500 at a time.
+// Two loops straight through the core API (no worker runtime, no HTTP), beside a bare-SQL floor
+// (the same work as hand-written SQL, the most any design could get): 10,000 jobs enqueued in
+// batches, then claimed and completed 500 at a time.
 //   node bin/run-ts.js bench/core-loop.ts [DATABASE_URL]
 import pg from 'pg';
 import { createPool, withDatabase } from '../queue/database.ts';

@@ -1,4 +1,4 @@
-// The `herald` commands of CONTRACT.md. Each one reads its settings from the environment
+// The `herald` commands (README, "Commands"). Each one reads its settings from the environment
 // (queue/config.ts) and lets flags override them.
 import { Command, InvalidArgumentError } from 'commander';
 import { loadConfig, type HeraldConfig } from '../queue/config.ts';
@@ -6,6 +6,7 @@ import { openDatabase, createPool, type Database } from '../queue/database.ts';
 import { migrate } from '../queue/migrate.ts';
 import { createLogger, type Logger } from '../queue/log.ts';
 import { Queue } from '../queue/queue.ts';
+import { DEFAULTS } from '../queue/defaults.ts';
 
 const csv = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
 const positiveInt = (v: string) => {
@@ -53,7 +54,7 @@ async function boot(config: HeraldConfig, log: Logger): Promise<Database> {
 
 async function main() {
   const config = loadConfig();
-  const log = createLogger(config.logLevel, { stderr: process.argv[2] === 'enqueue' });
+  const log = createLogger(config.logLevel, { stderr: process.argv[2] === 'enqueue', format: config.logFormat });
   const program = new Command('herald').description('Herald: a PostgreSQL job queue').showHelpAfterError();
 
   program
@@ -70,7 +71,7 @@ async function main() {
     .description('add a job and print it as JSON')
     .argument('<kind>', 'the task kind')
     .argument('[payload]', 'the payload, as JSON', '{}')
-    .option('--queue <queue>', 'queue name', 'default')
+    .option('--queue <queue>', 'queue name', DEFAULTS.queue)
     .option('--priority <n>', 'priority (higher runs first)', (v) => Number.parseInt(v, 10), 0)
     .option('--run-at <iso>', 'do not run before this time')
     .option('--max-attempts <n>', 'attempts before the job fails', positiveInt)

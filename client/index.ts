@@ -1,4 +1,4 @@
-// A typed client for Herald's HTTP API (CONTRACT.md), for producers and tools written in
+// A typed client for Herald's HTTP API (README, "HTTP API"), for producers and tools written in
 // TypeScript. Uses fetch; the event stream is an async iterator that resumes by itself with
 // Last-Event-ID after a dropped connection, so a consumer sees every event exactly once.
 import { createParser } from 'eventsource-parser';

@@ -1,4 +1,6 @@
-// Every setting Herald reads from the environment, in one place (see CONTRACT.md).
+// Every setting Herald reads from the environment, in one place; the defaults are in defaults.ts.
+import { DEFAULTS } from './defaults.ts';
+import { LOG_FORMATS, type LogFormatSetting } from './log.ts';
 
 function int(name: string, fallback: number, min = 0): number {
   const raw = process.env[name];
@@ -6,6 +8,13 @@ function int(name: string, fallback: number, min = 0): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
   return n;
+}
+
+function oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+  return raw as T;
 }
 
 function list(name: string): string[] | undefined {
@@ -22,6 +31,7 @@ export interface HeraldConfig {
   port: number;
   tokens?: string;
   logLevel: string;
+  logFormat: LogFormatSetting;
   concurrency: number;
   queues?: string[];
   leaseMs: number;
@@ -36,18 +46,19 @@ export function loadConfig(): HeraldConfig {
   return {
     databaseUrl: process.env.DATABASE_URL || undefined,
     listenUrl: process.env.HERALD_LISTEN_URL || process.env.DATABASE_URL || undefined,
-    dataDir: process.env.HERALD_DATA_DIR || '.herald',
-    host: process.env.HOST || '127.0.0.1',
-    port: int('PORT', 3000),
+    dataDir: process.env.HERALD_DATA_DIR || DEFAULTS.dataDir,
+    host: process.env.HOST || DEFAULTS.host,
+    port: int('PORT', DEFAULTS.port),
     tokens: process.env.HERALD_TOKENS || undefined,
-    logLevel: process.env.HERALD_LOG_LEVEL || 'info',
-    concurrency: int('HERALD_CONCURRENCY', 10, 1),
+    logLevel: process.env.HERALD_LOG_LEVEL || DEFAULTS.logLevel,
+    logFormat: oneOf('HERALD_LOG_FORMAT', LOG_FORMATS, DEFAULTS.logFormat),
+    concurrency: int('HERALD_CONCURRENCY', DEFAULTS.concurrency, 1),
     queues: list('HERALD_QUEUES'),
-    leaseMs: int('HERALD_LEASE_MS', 30_000, 100),
-    pollMs: int('HERALD_POLL_MS', 1_000, 10),
-    backoffBaseMs: int('HERALD_BACKOFF_BASE_MS', 1_000, 1),
-    backoffMaxMs: int('HERALD_BACKOFF_MAX_MS', 3_600_000, 1),
-    retentionMs: int('HERALD_RETENTION_MS', 7 * 24 * 3_600_000, 0),
-    shutdownGraceMs: int('HERALD_SHUTDOWN_GRACE_MS', 30_000, 0),
+    leaseMs: int('HERALD_LEASE_MS', DEFAULTS.leaseMs, 100),
+    pollMs: int('HERALD_POLL_MS', DEFAULTS.pollMs, 10),
+    backoffBaseMs: int('HERALD_BACKOFF_BASE_MS', DEFAULTS.backoffBaseMs, 1),
+    backoffMaxMs: int('HERALD_BACKOFF_MAX_MS', DEFAULTS.backoffMaxMs, 1),
+    retentionMs: int('HERALD_RETENTION_MS', DEFAULTS.retentionMs, 0),
+    shutdownGraceMs: int('HERALD_SHUTDOWN_GRACE_MS', DEFAULTS.shutdownGraceMs, 0),
   };
 }

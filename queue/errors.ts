@@ -1,4 +1,5 @@
 // Errors the core throws on purpose. The server maps each to its HTTP status.
+import { MAX_ATTEMPTS_LIMIT } from './defaults.ts';
 
 export class HeraldError extends Error {
   readonly statusCode: number = 500;
@@ -25,7 +26,7 @@ export class ConflictError extends HeraldError {
 const CONSTRAINT_MESSAGES: Record<string, string> = {
   jobs_queue_name: 'queue must be 1-128 characters of [A-Za-z0-9_.:-]',
   jobs_kind_name: 'kind must be 1-128 characters of [A-Za-z0-9_.:-]',
-  jobs_max_attempts_range: 'maxAttempts must be an integer from 1 to 1000',
+  jobs_max_attempts_range: `maxAttempts must be an integer from 1 to ${MAX_ATTEMPTS_LIMIT}`,
   jobs_attempt_range: 'attempt may not exceed maxAttempts',
   jobs_requires_count: 'requires may hold at most 32 tags',
   jobs_idempotency_key_length: 'idempotencyKey must be 1-255 characters',

@@ -1,5 +1,6 @@
-// The Job and JobEvent shapes of CONTRACT.md, and their mapping from database rows.
+// The Job and JobEvent shapes of the HTTP API and the SSE stream, and their mapping from database rows.
 import type { EventType, JobStatus } from './schema.ts';
+import type { EventRow, JobRow } from './sql/rows.ts';
 
 export interface JobProgress {
   percent: number;
@@ -46,8 +47,7 @@ export interface JobEvent {
 
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function toJob(r: any): Job {
+export function toJob(r: JobRow): Job {
   return {
     id: r.id,
     queue: r.queue,
@@ -59,8 +59,8 @@ export function toJob(r: any): Job {
     maxAttempts: r.max_attempts,
     requires: r.requires,
     idempotencyKey: r.idempotency_key,
-    runAt: iso(r.available_at)!,
-    createdAt: iso(r.created_at)!,
+    runAt: r.available_at.toISOString(),
+    createdAt: r.created_at.toISOString(),
     startedAt: iso(r.started_at),
     finishedAt: iso(r.finished_at),
     lockedBy: r.locked_by,
@@ -72,8 +72,7 @@ export function toJob(r: any): Job {
   };
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function toEvent(r: any): JobEvent {
+export function toEvent(r: EventRow): JobEvent {
   return {
     eventId: r.id,
     jobId: r.job_id,
@@ -83,7 +82,7 @@ export function toEvent(r: any): JobEvent {
     status: r.status,
     attempt: r.attempt,
     worker: r.worker,
-    at: iso(r.at)!,
+    at: r.at.toISOString(),
     data: r.data,
     cursor: `${r.tx}.${r.id}`,
   };

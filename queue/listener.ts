@@ -1,7 +1,8 @@
 // One dedicated session per process for LISTEN and, for workers, the liveness lock.
 //
 // Why not pg-listen: it hides its client, and the liveness lock must live on this same
-// session (DESIGN.md point 4: Postgres drops it the moment the process dies). So this holds
+// session (Postgres drops a session lock the moment the process dies, so the reaper can requeue
+// its jobs within about a second instead of waiting out the lease). So this holds
 // one pg.Client, reconnects it with backoff, re-LISTENs, re-takes the lock, and says so.
 import { EventEmitter } from 'node:events';
 import { randomInt } from 'node:crypto';

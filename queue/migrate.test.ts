@@ -1,33 +1,116 @@
-// Migrations are idempotent and safe when several processes run them at once.
+// Migrations are idempotent, safe when several processes run them at once, and upgrade a
+// database made by older migrations in place, with its data.
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { describe, expect, inject, it } from 'vitest';
-import { withDatabase } from './database.ts';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { createPool, withDatabase } from './database.ts';
 import { migrate } from './migrate.ts';
+import { Queue } from './queue.ts';
+import { rollupAll } from '../test/support/history.ts';
+
+// drizzle/ as it first landed (0000_tables, 0001_triggers with the scheduled wake-up rounded
+// down), copied from the repository's history because tests cannot read git.
+const V1 = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../test/fixtures/migrations-v1');
+
+const HEAD = JSON.parse(readFileSync(new URL('../drizzle/meta/_journal.json', import.meta.url), 'utf8')).entries.length;
+
+const made: string[] = [];
+async function freshDatabase(suffix: string): Promise<string> {
+  const name = `herald_t_${process.ppid}_${suffix}`;
+  const admin = new pg.Client({ connectionString: inject('pgAdminUrl') });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  made.push(name);
+  return withDatabase(inject('pgAdminUrl'), name);
+}
+afterEach(async () => {
+  const admin = new pg.Client({ connectionString: inject('pgAdminUrl') });
+  await admin.connect();
+  for (const name of made.splice(0)) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.end();
+});
+
+async function query<R extends pg.QueryResultRow>(url: string, text: string): Promise<R[]> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query<R>(text)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+// 500 µs past a whole ms (as a retry's now() + backoff can be): rounded down and rounded up
+// give different payloads. Written in SQL, since a JavaScript Date holds whole ms only.
+const SCHEDULED_AT = '2099-01-01T00:00:00.0005Z';
+const WHOLE_MS = Date.parse('2099-01-01T00:00:00Z');
+
+/** The herald_jobs payload that inserting a job scheduled at SCHEDULED_AT sends. */
+async function scheduledWakeUp(url: string, queueName: string): Promise<string> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query('LISTEN herald_jobs');
+    const heard = new Promise<string>((resolve) =>
+      c.on('notification', (n) => n.payload?.startsWith(`${queueName} `) && resolve(n.payload)),
+    );
+    await c.query(`INSERT INTO herald.jobs (kind, queue, available_at) VALUES ('later', $1, $2)`, [queueName, SCHEDULED_AT]);
+    return await heard;
+  } finally {
+    await c.end();
+  }
+}
 
 describe('migrate', () => {
   it('applies once when four run at the same time, and again is a no-op', async () => {
-    const admin = new pg.Client({ connectionString: inject('pgAdminUrl') });
-    await admin.connect();
-    const name = `herald_t_${process.ppid}_migrate`;
-    await admin.query(`DROP DATABASE IF EXISTS ${name}`);
-    await admin.query(`CREATE DATABASE ${name}`);
-    const url = withDatabase(inject('pgAdminUrl'), name);
+    const url = await freshDatabase('migrate');
+    await Promise.all([migrate(url), migrate(url), migrate(url), migrate(url)]);
+    await migrate(url);
+    const rows = await query(url, `
+      SELECT (SELECT count(*)::int FROM drizzle.__drizzle_migrations) AS applied,
+             (SELECT array_agg(tgname::text ORDER BY tgname) FROM pg_trigger WHERE NOT tgisinternal) AS triggers`);
+    expect(rows[0]).toEqual({ applied: HEAD, triggers: ['job_events_actor', 'job_events_after_insert', 'jobs_after_insert', 'jobs_after_update'] });
+  });
+
+  it('upgrades a database made by the first landed migrations to head, keeping its jobs and events', async () => {
+    const url = await freshDatabase('upgrade');
+    await migrate(url, V1);
+    const pool = createPool(url, { max: 2 });
+    const queue = new Queue(pool);
     try {
-      await Promise.all([migrate(url), migrate(url), migrate(url), migrate(url)]);
+      // Work in every state the old schema held: done, running (claimed before the upgrade), queued, scheduled.
+      const [done, running] = (await queue.enqueueMany([{ kind: 'a' }, { kind: 'b' }])).map((e) => e.job);
+      await queue.enqueueMany([{ kind: 'c', queue: 'other', payload: { n: 1 } }]);
+      const claimed = await queue.claim({ worker: 'w:1:x', kinds: ['a', 'b'], limit: 2 });
+      expect(claimed.map((j) => j.id).sort()).toEqual([done.id, running.id].sort());
+      expect(await queue.complete('w:1:x', [{ id: done.id, attempt: 1, result: { ok: true } }])).toEqual([]);
+      // The old function rounds the wake-up time down: the bug the upgrade must fix.
+      expect(await scheduledWakeUp(url, 'before')).toBe(`before ${WHOLE_MS}`);
+
+      const jobsBefore = await query(url, 'SELECT * FROM herald.jobs ORDER BY id');
+      const eventsBefore = await query(url, 'SELECT id, job_id, tx::text, type, status, attempt, data FROM herald.job_events ORDER BY id');
+      expect(eventsBefore.length).toBeGreaterThanOrEqual(7);
+
       await migrate(url);
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      const { rows } = await c.query(`
-        SELECT (SELECT count(*)::int FROM drizzle.__drizzle_migrations) AS applied,
-               (SELECT array_agg(tgname::text ORDER BY tgname) FROM pg_trigger WHERE NOT tgisinternal) AS triggers`);
-      await c.end();
-      const journal = JSON.parse(readFileSync(new URL('../drizzle/meta/_journal.json', import.meta.url), 'utf8'));
-      expect(rows[0].applied).toBe(journal.entries.length);
-      expect(rows[0].triggers).toEqual(expect.arrayContaining(['job_events_actor', 'job_events_after_insert', 'jobs_after_insert', 'jobs_after_update']));
+
+      expect(await query(url, 'SELECT * FROM herald.jobs ORDER BY id')).toEqual(jobsBefore);
+      expect(await query(url, 'SELECT id, job_id, tx::text, type, status, attempt, data FROM herald.job_events ORDER BY id')).toEqual(eventsBefore);
+      expect(await query(url, 'SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations')).toEqual([{ n: HEAD }]);
+      // Queue history starts at the beginning of the feed: the events from before the upgrade count.
+      await rollupAll(queue, pool);
+      // a, b, c and the scheduled job inserted before the upgrade
+      expect(await query(url, 'SELECT sum(enqueued)::int AS n FROM herald.queue_stats')).toEqual([{ n: 4 }]);
+      // Head's functions are in place: the wake-up is rounded up, so a timer never fires early.
+      expect(await scheduledWakeUp(url, 'after')).toBe(`after ${WHOLE_MS + 1}`);
+      // A job claimed before the upgrade finishes after it, and the triggers still log it.
+      expect(await queue.complete('w:1:x', [{ id: running.id, attempt: 1, result: null }])).toEqual([]);
+      expect((await queue.events(running.id)).map((e) => e.type)).toEqual(['enqueued', 'claimed', 'succeeded']);
     } finally {
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
+      await pool.end();
     }
   });
 });

@@ -6,7 +6,9 @@ import { inTransaction } from './database.ts';
 import { toEvent, toJob, type Job, type JobEvent } from './job.ts';
 import { START, type Cursor } from './cursor.ts';
 import type { JobStatus } from './schema.ts';
-import { enqueueJobs, jobsByIdempotencyKey } from './sql/enqueue.ts';
+import { DEFAULTS, MAX_ATTEMPTS_LIMIT } from './defaults.ts';
+import { StatementRunner, type Executor, type Result, type Statement } from './sql/statement.ts';
+import { enqueueJobs, jobsByIdempotencyKey, type EnqueueRecord } from './sql/enqueue.ts';
 import { claimJobs, nextRunAt } from './sql/claim.ts';
 import { completeJobs, failJobs, releaseJobs, renewLeases, reportProgress } from './sql/lease.ts';
 import { cancelJob, retryJob, setActor } from './sql/admin.ts';
@@ -17,6 +19,7 @@ import { filterValues, isSearch, SEARCH_WINDOW, type JobFilter } from './search.
 import { reapJobs } from './sql/reap.ts';
 import { deleteFinishedJobs } from './sql/cleanup.ts';
 import { feedHead, jobEvents, readFeed, readFeedFiltered } from './sql/feed.ts';
+import { feedHeldBack } from './sql/feed-backlog.ts';
 import { getJob, queueCounts, runningByWorker, tableStats } from './sql/reads.ts';
 
 export interface EnqueueInput {
@@ -134,8 +137,6 @@ function canonical(v: unknown): string {
   return JSON.stringify(v ?? null);
 }
 
-type EnqueueRecord = ReturnType<typeof toRecord>;
-
 interface PendingEnqueue {
   record: EnqueueRecord;
   resolve: (e: Enqueued) => void;
@@ -144,7 +145,7 @@ interface PendingEnqueue {
 
 const settle = (p: PendingEnqueue, r: Enqueued | Error) => (r instanceof Error ? p.reject(r) : p.resolve(r));
 
-function toRecord(input: EnqueueInput) {
+function toRecord(input: EnqueueInput): EnqueueRecord {
   let runAt: string | null = null;
   if (input.runAt !== undefined && input.runAt !== null) {
     const d = input.runAt instanceof Date ? input.runAt : new Date(input.runAt);
@@ -153,45 +154,33 @@ function toRecord(input: EnqueueInput) {
   }
   return {
     kind: input.kind,
-    queue: input.queue ?? 'default',
+    queue: input.queue ?? DEFAULTS.queue,
     payload: input.payload === undefined ? {} : input.payload,
-    priority: input.priority ?? 0,
+    priority: input.priority ?? DEFAULTS.priority,
     run_at: runAt,
-    max_attempts: input.maxAttempts ?? 5,
+    max_attempts: input.maxAttempts ?? DEFAULTS.maxAttempts,
     requires: input.requires ?? [],
     idempotency_key: input.idempotencyKey ?? null,
   };
 }
-
-type Executor = Pick<pg.Pool, 'query'> | pg.PoolClient;
 
 export class Queue {
   readonly leaseMs: number;
   readonly backoffBaseMs: number;
   readonly backoffMaxMs: number;
 
-  /** Named (server-side prepared) statements; switched off by itself behind a transaction pooler. */
-  private prepared = true;
+  /** Prepared statements, switched off by itself behind a transaction pooler. */
+  private readonly sql = new StatementRunner();
 
   constructor(readonly pool: pg.Pool, opts: QueueOptions = {}) {
-    this.leaseMs = opts.leaseMs ?? 30_000;
-    this.backoffBaseMs = opts.backoffBaseMs ?? 1_000;
-    this.backoffMaxMs = opts.backoffMaxMs ?? 3_600_000;
+    this.leaseMs = opts.leaseMs ?? DEFAULTS.leaseMs;
+    this.backoffBaseMs = opts.backoffBaseMs ?? DEFAULTS.backoffBaseMs;
+    this.backoffMaxMs = opts.backoffMaxMs ?? DEFAULTS.backoffMaxMs;
   }
 
-  // A transaction pooler (pgbouncer < 1.21 in transaction mode) hands each statement to any
-  // server connection, where our prepared statement may not exist (26000) or already exist
-  // (42P05). Neither error ran anything, so fall back to unnamed statements for good and retry.
-  private async exec(db: Executor, config: pg.QueryConfig) {
-    if (!this.prepared) return db.query({ text: config.text, values: config.values });
-    try {
-      return await db.query(config);
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (code !== '26000' && code !== '42P05') throw err;
-      this.prepared = false;
-      return db.query({ text: config.text, values: config.values });
-    }
+  /** Every statement goes through here: on the pool, or on `db` (a client in a transaction). */
+  private run<P extends readonly unknown[], R>(st: Statement<P, R>, values: P, db: Executor = this.pool): Promise<Result<R>> {
+    return this.sql.run(db, st, values);
   }
 
   // ---- producing -------------------------------------------------------------------------
@@ -263,7 +252,7 @@ export class Queue {
   }
 
   private async insert(db: Executor, records: EnqueueRecord[]): Promise<(Enqueued | ConflictError)[]> {
-    const { rows } = await this.exec(db, { ...enqueueJobs, values: [JSON.stringify(records)] });
+    const { rows } = await this.run(enqueueJobs, [JSON.stringify(records)], db);
     rows.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
     // Inserted rows follow input order; an input whose key already existed (before, or
     // earlier in this batch) has no row and is looked up instead.
@@ -290,7 +279,7 @@ export class Queue {
     const existing = new Map<string, Job>();
     const batchCreated = new Map(out.filter((e): e is Enqueued => !!e).map((e) => [e.job.idempotencyKey, e.job]));
     if (missing.length) {
-      const found = await this.exec(db, { ...jobsByIdempotencyKey, values: [missing] });
+      const found = await this.run(jobsByIdempotencyKey, [missing], db);
       for (const row of found.rows) existing.set(row.idempotency_key, toJob(row));
     }
     return records.map((r, i) => {
@@ -311,19 +300,16 @@ export class Queue {
 
   async claim(req: ClaimRequest): Promise<Job[]> {
     const queues = req.queues?.length ? req.queues : null;
-    const { rows } = await this.exec(this.pool, {
-      ...claimJobs,
-      values: [
-        queues, req.capabilities ?? [], req.limit, req.worker, req.ownerLock ?? null, req.leaseMs ?? this.leaseMs,
-        req.kinds ?? null,
-      ],
-    });
+    const { rows } = await this.run(claimJobs, [
+      queues, req.capabilities ?? [], req.limit, req.worker, req.ownerLock ?? null, req.leaseMs ?? this.leaseMs,
+      req.kinds ?? null,
+    ]);
     return rows.map(toJob).sort((a, b) => b.priority - a.priority || Number(BigInt(a.id) - BigInt(b.id)));
   }
 
   /** When the next scheduled job for these queues becomes runnable, or null. */
   async nextRunAt(queues?: string[], capabilities: string[] = [], kinds?: string[]): Promise<Date | null> {
-    const { rows } = await this.exec(this.pool, { ...nextRunAt, values: [queues?.length ? queues : null, capabilities, kinds ?? null] });
+    const { rows } = await this.run(nextRunAt, [queues?.length ? queues : null, capabilities, kinds ?? null]);
     return rows[0]?.at_ms == null ? null : new Date(rows[0].at_ms);
   }
 
@@ -332,10 +318,7 @@ export class Queue {
     const held = new Set<string>();
     const cancelRequested = new Set<string>();
     if (leases.length === 0) return { held, cancelRequested };
-    const { rows } = await this.exec(this.pool, {
-      ...renewLeases,
-      values: [leases.map((l) => l.id), leases.map((l) => l.attempt), worker, leaseMs],
-    });
+    const { rows } = await this.run(renewLeases, [leases.map((l) => l.id), leases.map((l) => l.attempt), worker, leaseMs]);
     for (const r of rows) {
       held.add(r.id);
       if (r.cancel_requested) cancelRequested.add(r.id);
@@ -346,20 +329,16 @@ export class Queue {
   /** Reports progress (0..100). Returns false when the lease was lost. */
   async progress(worker: string, lease: Lease, percent: number, message: string | null = null): Promise<{ held: boolean; cancelRequested: boolean }> {
     if (!Number.isFinite(percent) || percent < 0 || percent > 100) throw new ValidationError('progress percent must be a number from 0 to 100');
-    const { rows } = await this.exec(this.pool, {
-      ...reportProgress,
-      values: [lease.id, lease.attempt, worker, percent, message, this.leaseMs],
-    });
+    const { rows } = await this.run(reportProgress, [lease.id, lease.attempt, worker, percent, message, this.leaseMs]);
     return { held: rows.length === 1, cancelRequested: rows[0]?.cancel_requested ?? false };
   }
 
   /** Marks jobs succeeded; returns the ids whose lease was lost (nothing was written for them). */
   async complete(worker: string, done: (Lease & { result: unknown })[]): Promise<string[]> {
     if (done.length === 0) return [];
-    const { rows } = await this.exec(this.pool, {
-      ...completeJobs,
-      values: [done.map((d) => d.id), done.map((d) => d.attempt), worker, done.map((d) => JSON.stringify(d.result ?? null))],
-    });
+    const { rows } = await this.run(completeJobs, [
+      done.map((d) => d.id), done.map((d) => d.attempt), worker, done.map((d) => JSON.stringify(d.result ?? null)),
+    ]);
     return lost(done, rows);
   }
 
@@ -369,28 +348,22 @@ export class Queue {
    */
   async fail(worker: string, failed: (Lease & { error: unknown; final?: boolean })[]): Promise<string[]> {
     if (failed.length === 0) return [];
-    const { rows } = await this.exec(this.pool, {
-      ...failJobs,
-      values: [
-        failed.map((f) => f.id),
-        failed.map((f) => f.attempt),
-        worker,
-        this.backoffBaseMs,
-        this.backoffMaxMs,
-        failed.map((f) => JSON.stringify(toErrorInfo(f.error))),
-        failed.map((f) => !!f.final),
-      ],
-    });
+    const { rows } = await this.run(failJobs, [
+      failed.map((f) => f.id),
+      failed.map((f) => f.attempt),
+      worker,
+      this.backoffBaseMs,
+      this.backoffMaxMs,
+      failed.map((f) => JSON.stringify(toErrorInfo(f.error))),
+      failed.map((f) => !!f.final),
+    ]);
     return lost(failed, rows);
   }
 
   /** Hands jobs back to the queue without using up their attempt (graceful shutdown). */
   async release(worker: string, leases: Lease[]): Promise<string[]> {
     if (leases.length === 0) return [];
-    const { rows } = await this.exec(this.pool, {
-      ...releaseJobs,
-      values: [leases.map((l) => l.id), leases.map((l) => l.attempt), worker],
-    });
+    const { rows } = await this.run(releaseJobs, [leases.map((l) => l.id), leases.map((l) => l.attempt), worker]);
     return lost(leases, rows);
   }
 
@@ -400,31 +373,31 @@ export class Queue {
   private async as<T>(actor: Actor | undefined, fn: (db: Executor) => Promise<T>): Promise<T> {
     if (!actor) return fn(this.pool);
     return inTransaction(this.pool, async (c) => {
-      await this.exec(c, { ...setActor, values: [JSON.stringify(actor)] });
+      await this.run(setActor, [JSON.stringify(actor)], c);
       return fn(c);
     });
   }
 
   async cancel(id: string, actor?: Actor): Promise<Job> {
-    const { rows } = await this.as(actor, (db) => this.exec(db, { ...cancelJob, values: [id] }));
+    const { rows } = await this.as(actor, (db) => this.run(cancelJob, [id], db));
     if (rows[0]) return toJob(rows[0]);
     const job = await this.mustGet(id);
     throw new ConflictError(`job ${id} is already ${job.status}; only queued or running jobs can be cancelled`);
   }
 
   async retry(id: string, actor?: Actor): Promise<Job> {
-    const { rows } = await this.as(actor, (db) => this.exec(db, { ...retryJob, values: [id] }));
+    const { rows } = await this.as(actor, (db) => this.run(retryJob, [id], db));
     if (rows[0]) return toJob(rows[0]);
     const job = await this.mustGet(id);
     if (job.status === 'failed' || job.status === 'cancelled') {
-      throw new ConflictError(`job ${id} has used 1000 attempts, the most a job may have`);
+      throw new ConflictError(`job ${id} has used ${MAX_ATTEMPTS_LIMIT} attempts, the most a job may have`);
     }
     throw new ConflictError(`job ${id} is ${job.status}; only failed or cancelled jobs can be retried`);
   }
 
   /** How many jobs match the filter (any status). */
   async countMatching(filter: JobFilter): Promise<number> {
-    const { rows } = await this.pool.query(countJobs, filterValues(filter));
+    const { rows } = await this.run(countJobs, filterValues(filter));
     return rows[0].n;
   }
 
@@ -440,7 +413,7 @@ export class Queue {
     let cursor: string | null = null;
     for (;;) {
       const r: { matched: number; affected: number; last: string | null } = await retryOnConflict(() =>
-        this.as(opts.actor, async (db) => (await db.query(bulkStatements[action], [...values, cursor, batchSize])).rows[0]),
+        this.as(opts.actor, async (db) => (await this.run(bulkStatements[action], [...values, cursor, batchSize], db)).rows[0]),
       );
       total.matched += r.matched;
       total.affected += r.affected;
@@ -452,7 +425,7 @@ export class Queue {
 
   /** Requeues (or fails) running jobs whose lease expired or whose owner died. One reaper at a time. */
   async reap(limit = 1000): Promise<{ requeued: number; failed: number; cancelled: number }> {
-    const { rows } = await this.exec(this.pool, { ...reapJobs, values: [limit] });
+    const { rows } = await this.run(reapJobs, [limit]);
     const count = (s: JobStatus) => rows.filter((r) => r.status === s).length;
     return { requeued: count('queued'), failed: count('failed'), cancelled: count('cancelled') };
   }
@@ -461,9 +434,9 @@ export class Queue {
   async cleanup(olderThanMs: number, batchSize = 1000): Promise<number> {
     let total = 0;
     for (;;) {
-      const { rowCount } = await this.exec(this.pool, { ...deleteFinishedJobs, values: [olderThanMs, batchSize] });
-      total += rowCount ?? 0;
-      if ((rowCount ?? 0) < batchSize) return total;
+      const { rowCount } = await this.run(deleteFinishedJobs, [olderThanMs, batchSize]);
+      total += rowCount;
+      if (rowCount < batchSize) return total;
     }
   }
 
@@ -478,11 +451,11 @@ export class Queue {
     let total = 0;
     for (;;) {
       const n = await inTransaction(this.pool, async (c) => {
-        if (!(await this.exec(c, lockHistory)).rows[0].locked) return null;
-        const read: number = (await this.exec(c, { ...rollupEvents, values: [batchSize] })).rows[0].n;
+        if (!(await this.run(lockHistory, [], c)).rows[0].locked) return null;
+        const read = (await this.run(rollupEvents, [batchSize], c)).rows[0].n;
         if (read < batchSize) {
-          await this.exec(c, recordDepth);
-          await this.exec(c, { ...pruneHistory, values: [HISTORY_RETENTION_MS] });
+          await this.run(recordDepth, [], c);
+          await this.run(pruneHistory, [HISTORY_RETENTION_MS], c);
         }
         return read;
       });
@@ -494,17 +467,14 @@ export class Queue {
 
   /** A queue's history over the range, in its buckets, oldest first. */
   async history(queue: string, range: HistoryRange, now = Date.now()): Promise<HistoryBucket[]> {
-    const { rows } = await this.exec(this.pool, {
-      ...readHistory,
-      values: [queue, rangeStart(range, now), `${HISTORY_RANGES[range].bucketMs / 1000} seconds`],
-    });
+    const { rows } = await this.run(readHistory, [queue, rangeStart(range, now), `${HISTORY_RANGES[range].bucketMs / 1000} seconds`]);
     return toBuckets(rows, range, now);
   }
 
   // ---- reading ----------------------------------------------------------------------------
 
   async get(id: string): Promise<Job | null> {
-    const { rows } = await this.exec(this.pool, { ...getJob, values: [id] });
+    const { rows } = await this.run(getJob, [id]);
     return rows[0] ? toJob(rows[0]) : null;
   }
 
@@ -520,11 +490,11 @@ export class Queue {
    * short, `searched` says so and `next` continues below the window.
    */
   async list(q: JobFilter & ListOptions = {}): Promise<JobPage> {
-    const { before = null, limit = 50, window = SEARCH_WINDOW, ...f } = q;
+    const { before = null, limit = DEFAULTS.listLimit, window = SEARCH_WINDOW, ...f } = q;
     const values = filterValues(f);
     let floor: string | null = null;
-    if (isSearch(f)) floor = (await this.pool.query(windowFloor, [before, window, f.queue ?? null])).rows[0]?.id ?? null;
-    const { rows } = await this.pool.query(listJobs, [...values, before, limit + 1, floor]);
+    if (isSearch(f)) floor = (await this.run(windowFloor, [before, window, f.queue ?? null])).rows[0]?.id ?? null;
+    const { rows } = await this.run(listJobs, [...values, before, limit + 1, floor]);
     const jobs = rows.slice(0, limit).map(toJob);
     if (rows.length > limit) return { jobs, next: jobs[jobs.length - 1].id };
     // The window ended before the page filled: older jobs remain, below the window.
@@ -533,37 +503,44 @@ export class Queue {
   }
 
   async counts(): Promise<QueueCount[]> {
-    return (await this.exec(this.pool, queueCounts)).rows;
+    return (await this.run(queueCounts, [])).rows;
   }
 
   async events(jobId: string): Promise<JobEvent[]> {
-    return (await this.exec(this.pool, { ...jobEvents, values: [jobId] })).rows.map(toEvent);
+    return (await this.run(jobEvents, [jobId])).rows.map(toEvent);
   }
 
   /** Events after `after`, gap-free (see sql/feed.ts), optionally for one job or queue. */
   async feed(after: Cursor = START, limit = 1000, filter: { jobId?: string; queue?: string } = {}): Promise<JobEvent[]> {
     const filtered = filter.jobId !== undefined || filter.queue !== undefined;
-    const { rows } = await this.exec(this.pool, 
-      filtered
-        ? { ...readFeedFiltered, values: [after.tx, after.id, limit, filter.jobId ?? null, filter.queue ?? null] }
-        : { ...readFeed, values: [after.tx, after.id, limit] },
-    );
+    const { rows } = filtered
+      ? await this.run(readFeedFiltered, [after.tx, after.id, limit, filter.jobId ?? null, filter.queue ?? null])
+      : await this.run(readFeed, [after.tx, after.id, limit]);
     return rows.map(toEvent);
+  }
+
+  /**
+   * Whether committed events after `after` are held back above the horizon (an older
+   * transaction is still open), so the feed will hand them out once it ends.
+   */
+  async heldBack(after: Cursor): Promise<boolean> {
+    const { rows } = await this.run(feedHeldBack, [after.tx, after.id]);
+    return rows[0].held;
   }
 
   /** The newest feed position: where a live-only stream starts. */
   async head(): Promise<Cursor> {
-    const { rows } = await this.exec(this.pool, feedHead);
+    const { rows } = await this.run(feedHead, []);
     return rows[0] ? { tx: rows[0].tx, id: rows[0].id } : START;
   }
 
   async workers(): Promise<{ worker: string; running: number; since: string; jobs: string[] }[]> {
-    const { rows } = await this.exec(this.pool, runningByWorker);
+    const { rows } = await this.run(runningByWorker, []);
     return rows.map((r) => ({ ...r, since: r.since.toISOString() }));
   }
 
   async tableStats(): Promise<{ name: string; liveTuples: number; deadTuples: number; lastAutovacuum: string | null; lastVacuum: string | null }[]> {
-    const { rows } = await this.exec(this.pool, tableStats);
+    const { rows } = await this.run(tableStats, []);
     return rows.map((r) => ({
       name: r.name,
       liveTuples: r.live_tuples,

@@ -1,6 +1,7 @@
 // The two tables, as drizzle sees them. `npm run db:generate` turns this file into the
 // table migration in drizzle/; triggers and functions are in the hand-written migration.
 import { sql } from 'drizzle-orm';
+import { DEFAULTS, MAX_ATTEMPTS_LIMIT } from './defaults.ts';
 import {
   bigint,
   check,
@@ -43,20 +44,21 @@ const xid8 = customType<{ data: string }>({ dataType: () => 'xid8' });
 
 const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 
-// Names are 1-128 of [A-Za-z0-9_.:-] (CONTRACT.md); the database enforces it too.
+// Names are 1-128 of [A-Za-z0-9_.:-] (safe in URLs, NOTIFY payloads and logs); the database enforces it
+// as well as the HTTP schema, so no writer can store another.
 const NAME_PATTERN = `'^[A-Za-z0-9_.:-]{1,128}$'`;
 
 export const jobs = herald.table(
   'jobs',
   {
     id: bigint('id', { mode: 'bigint' }).primaryKey().generatedAlwaysAsIdentity(),
-    queue: text('queue').notNull().default('default'),
+    queue: text('queue').notNull().default(DEFAULTS.queue),
     kind: text('kind').notNull(),
     payload: jsonb('payload').notNull().default({}),
-    priority: smallint('priority').notNull().default(0),
+    priority: smallint('priority').notNull().default(DEFAULTS.priority),
     status: jobStatus('status').notNull().default('queued'),
     attempt: integer('attempt').notNull().default(0),
-    maxAttempts: integer('max_attempts').notNull().default(5),
+    maxAttempts: integer('max_attempts').notNull().default(DEFAULTS.maxAttempts),
     availableAt: tstz('available_at').notNull().defaultNow(),
     createdAt: tstz('created_at').notNull().defaultNow(),
     startedAt: tstz('started_at'),
@@ -64,7 +66,8 @@ export const jobs = herald.table(
     lockedBy: text('locked_by'),
     leaseExpiresAt: tstz('lease_expires_at'),
     // Key of the session advisory lock the owner holds while alive; the reaper requeues
-    // a running job at once when that lock is gone (DESIGN.md point 4). Null: lease only.
+    // a running job at once when that lock is gone (Postgres drops it when the owner's process
+    // dies), instead of waiting out the lease. Null: lease only.
     ownerLock: integer('owner_lock'),
     requires: text('requires').array().notNull().default(sql`'{}'::text[]`),
     idempotencyKey: text('idempotency_key'),
@@ -74,7 +77,8 @@ export const jobs = herald.table(
     cancelRequestedAt: tstz('cancel_requested_at'),
   },
   (t) => [
-    // Row shape of each status (seed 002): the database refuses a malformed row.
+    // Row shape of each status: the database refuses a malformed row (a running job without an
+    // owner or lease, a finished one still locked), whichever code path wrote it.
     check(
       'jobs_queued_shape',
       sql`${t.status} <> 'queued' OR (${t.lockedBy} IS NULL AND ${t.leaseExpiresAt} IS NULL AND ${t.ownerLock} IS NULL AND ${t.finishedAt} IS NULL)`,
@@ -89,7 +93,7 @@ export const jobs = herald.table(
     ),
     check('jobs_queue_name', sql`${t.queue} ~ ${sql.raw(NAME_PATTERN)}`),
     check('jobs_kind_name', sql`${t.kind} ~ ${sql.raw(NAME_PATTERN)}`),
-    check('jobs_max_attempts_range', sql`${t.maxAttempts} BETWEEN 1 AND 1000`),
+    check('jobs_max_attempts_range', sql`${t.maxAttempts} BETWEEN 1 AND ${sql.raw(String(MAX_ATTEMPTS_LIMIT))}`),
     check('jobs_attempt_range', sql`${t.attempt} BETWEEN 0 AND ${t.maxAttempts}`),
     check('jobs_requires_count', sql`cardinality(${t.requires}) <= 32`),
     check('jobs_idempotency_key_length', sql`length(${t.idempotencyKey}) BETWEEN 1 AND 255`),

@@ -2,6 +2,7 @@
 // conversion to the parameters of queue/sql/search.ts.
 import { ValidationError } from './errors.ts';
 import type { JobStatus } from './schema.ts';
+import type { FilterParams } from './sql/search.ts';
 
 export interface JobFilter {
   queue?: string;
@@ -50,7 +51,7 @@ function payloadJson(v: unknown): string | null {
 const likeSubstring = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /** The filter's parameters, in the order of JOB_FILTER. Throws ValidationError for bad values. */
-export function filterValues(f: JobFilter): unknown[] {
+export function filterValues(f: JobFilter): FilterParams {
   return [
     f.queue ?? null,
     f.status ?? null,

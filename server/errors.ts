@@ -4,6 +4,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { HeraldError } from '../queue/errors.ts';
+import { MAX_ATTEMPTS_LIMIT } from '../queue/defaults.ts';
 import { NAME_RULE } from './schemas.ts';
 
 export const errorBody = (statusCode: number, message: string) => ({
@@ -24,7 +25,7 @@ const RULES: Record<string, string> = {
   kind: `must be ${NAME_RULE}`,
   queue: `must be ${NAME_RULE}`,
   priority: 'must be an integer from -32768 to 32767',
-  maxAttempts: 'must be an integer from 1 to 1000',
+  maxAttempts: `must be an integer from 1 to ${MAX_ATTEMPTS_LIMIT}`,
   requires: 'must be a list of at most 32 tags, each 1-128 characters',
   runAt: 'must be an ISO 8601 date-time with a time zone, e.g. 2030-01-01T12:00:00Z',
   idempotencyKey: 'must be a string of 1-255 characters',

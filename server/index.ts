@@ -6,6 +6,7 @@ import type pg from 'pg';
 import { createPool } from '../queue/database.ts';
 import { Queue } from '../queue/queue.ts';
 import { historyRollup } from '../queue/history-rollup.ts';
+import { DEFAULTS } from '../queue/defaults.ts';
 import { buildApp } from './app.ts';
 import { isLoopback, parseTokens } from './auth.ts';
 import { createMetrics } from './metrics.ts';
@@ -49,7 +50,7 @@ export interface HeraldServer {
 export async function createServer(opts: ServerOptions): Promise<HeraldServer> {
   const logger = opts.logger ?? pino({ level: 'silent' });
   const tokens = parseTokens(opts.tokens);
-  const pool = createPool(opts.databaseUrl, { max: opts.poolSize ?? 10, logger, applicationName: 'herald:server' });
+  const pool = createPool(opts.databaseUrl, { max: opts.poolSize, logger, applicationName: 'herald:server' });
   const queue = new Queue(pool);
   let hub: EventHub;
   try {
@@ -104,7 +105,7 @@ export async function createServer(opts: ServerOptions): Promise<HeraldServer> {
 
 /** What `herald server` and `herald start` run. Logs the URL it listens on (PORT=0 picks one). */
 export async function startServer(opts: ServerOptions): Promise<HeraldServer & { url: string }> {
-  const host = opts.host ?? '127.0.0.1';
+  const host = opts.host ?? DEFAULTS.host;
   if (!opts.tokens && !isLoopback(host)) {
     throw new Error(
       `HOST=${host} would let anyone who can reach this machine enqueue, cancel and retry jobs, and HERALD_TOKENS is unset. ` +
@@ -113,7 +114,7 @@ export async function startServer(opts: ServerOptions): Promise<HeraldServer & {
   }
   const server = await createServer(opts);
   try {
-    await server.app.listen({ host, port: opts.port ?? 3000 });
+    await server.app.listen({ host, port: opts.port ?? DEFAULTS.port });
   } catch (err) {
     await server.stop();
     throw err;

@@ -1,7 +1,9 @@
 // The JSON Schemas of every route: Fastify validates requests and serialises replies with
-// them, and @fastify/swagger turns them into /api/openapi.json. Limits follow CONTRACT.md.
+// them, and @fastify/swagger turns them into /api/openapi.json. Field limits match the database's
+// checks (queue/schema.ts), so a request the schema accepts is one the table stores.
 import { EVENT_TYPES, JOB_STATUSES } from '../queue/schema.ts';
 import { BULK_ACTIONS } from '../queue/sql/search.ts';
+import { DEFAULTS, MAX_ATTEMPTS_LIMIT } from '../queue/defaults.ts';
 
 export const NAME_RULE = '1-128 characters of [A-Za-z0-9_.:-]';
 const name = (description: string) => ({ type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$', description });
@@ -19,11 +21,11 @@ export const enqueueInput = {
   additionalProperties: false,
   properties: {
     kind: name('the task to run'),
-    queue: name('queue name (default "default")'),
+    queue: name(`queue name (default "${DEFAULTS.queue}")`),
     payload: { description: 'any JSON, handed to the task' },
-    priority: { type: 'integer', minimum: -32768, maximum: 32767, description: 'higher runs first (default 0)' },
+    priority: { type: 'integer', minimum: -32768, maximum: 32767, description: `higher runs first (default ${DEFAULTS.priority})` },
     runAt: { ...dateTime, description: 'ISO 8601 with a time zone; not run before then' },
-    maxAttempts: { type: 'integer', minimum: 1, maximum: 1000, description: 'attempts before the job fails (default 5)' },
+    maxAttempts: { type: 'integer', minimum: 1, maximum: MAX_ATTEMPTS_LIMIT, description: `attempts before the job fails (default ${DEFAULTS.maxAttempts})` },
     requires: {
       type: 'array',
       maxItems: 32,
@@ -182,7 +184,7 @@ export const listQuery = {
   additionalProperties: false,
   properties: {
     ...filterProperties,
-    limit: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
+    limit: { type: 'integer', minimum: 1, maximum: 500, default: DEFAULTS.listLimit },
     before: { ...jobId, description: 'page: jobs with a smaller id (the `next` of the previous page)' },
   },
 } as const;

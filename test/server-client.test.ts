@@ -1,6 +1,7 @@
 // The typed client (client/index.ts) against a real server with tokens.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HeraldApiError, HeraldClient, type StreamEvent } from '../client/index.ts';
+import { rollupAll } from './support/history.ts';
 import { TOKEN_SPEC, TOKENS, simulateWorker, testServer, until, type TestServer } from './server-support.ts';
 
 let s: TestServer;
@@ -124,7 +125,7 @@ describe('HeraldClient', () => {
     expect((await admin.get(made[1].id)).status).toBe('queued');
     const refused = await apiError(admin.bulk({ action: 'delete', filter: { kind: 'bill' } }));
     expect(refused).toMatchObject({ statusCode: 400, message: expect.stringMatching(/must name a queue or a status/) });
-    await s.queue.rollupHistory();
+    await rollupAll(s.queue, s.db.pool);
     const history = await admin.queueStats('client-bulk', '24h');
     expect(history).toHaveLength(96);
     expect(history.reduce((n, b) => n + b.enqueued, 0)).toBe(3);

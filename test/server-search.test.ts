@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Job } from '../queue/job.ts';
 import { testServer, TOKEN_SPEC, type TestServer } from './server-support.ts';
+import { rollupAll } from './support/history.ts';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -232,7 +233,7 @@ describe('POST /api/jobs/bulk', () => {
 describe('GET /api/queues/:queue/stats', () => {
   it('serves the rolled-up history in the buckets of each range', async () => {
     await jobsIn('hist', ['succeeded', 'failed', 'queued']);
-    await s.queue.rollupHistory();
+    await rollupAll(s.queue, s.db.pool);
     for (const [range, n] of [['1h', 60], ['24h', 96], ['7d', 168]] as const) {
       const res = await s.app.inject({ method: 'GET', url: `/api/queues/hist/stats?range=${range}`, headers: VIEWER });
       expect(res.statusCode, res.body).toBe(200);

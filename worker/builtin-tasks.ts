@@ -1,4 +1,4 @@
-// The demo tasks every worker has (CONTRACT.md "Built-in demo tasks").
+// The demo tasks every worker has (README, "Tasks"): enough to try every state without writing a task.
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Task } from './tasks.ts';
 

@@ -1,4 +1,5 @@
-// Decides when to claim. NOTIFY is the engine; timers are the safety net (DESIGN.md point 9).
+// Decides when to claim. NOTIFY is the engine; timers are the safety net (a notification can be
+// lost while the listener reconnects, or never come behind a pooler), never the main path.
 //
 // - A wake-up (notification, poll, scheduled time, reconnect) claims at once if a slot is free,
 //   else as soon as one frees.

@@ -1,5 +1,6 @@
 // Writes outcomes in batches: one complete() per flush for successes, one fail() per flush for
-// failures (DESIGN.md point 6). Writes are fenced in the core; an id that comes back "lost"
+// failures: one UPDATE ... FROM unnest per batch is where the throughput is (a commit per job
+// would cap the worker at the fsync rate). Writes are fenced in the core; an id that comes back "lost"
 // had its lease taken, so nothing was written for it and we say so.
 //
 // One bad row must not hold up the others: if Postgres rejects a batch for its data (e.g. a

@@ -15,6 +15,7 @@ import { createPool } from '../queue/database.ts';
 import { Listener } from '../queue/listener.ts';
 import { CONTROL_CHANNEL, JOBS_CHANNEL, parseJobsPayload } from '../queue/channels.ts';
 import { Queue } from '../queue/queue.ts';
+import { DEFAULTS } from '../queue/defaults.ts';
 import { ValidationError } from '../queue/errors.ts';
 import type { Logger } from '../queue/log.ts';
 import { Claimer } from './claimer.ts';
@@ -46,7 +47,7 @@ export interface WorkerOptions {
   /** Largest claim, whatever the free slots. */
   maxClaim?: number;
   /**
-   * The worker's own connections commit asynchronously (DESIGN.md point 5): a claim, renewal or
+   * The worker's own connections commit asynchronously (no fsync wait per commit): a claim, renewal or
    * outcome lost in a database crash only means a re-run, which at-least-once allows. Producers'
    * enqueues stay durable: they never go through this pool. Measured on the 2-core dev box
    * (PG 15, 20k no-op jobs, 3 runs each): ~3,300 jobs/s with it, ~2,300 without.
@@ -82,7 +83,7 @@ export class Worker {
 
   constructor(private readonly opts: WorkerOptions) {
     this.log = (opts.logger ?? pino({ level: 'silent' })).child({ worker: this.id });
-    this.leaseMs = opts.leaseMs ?? 30_000;
+    this.leaseMs = opts.leaseMs ?? DEFAULTS.leaseMs;
     this.queues = opts.queues?.length ? new Set(opts.queues) : undefined;
     // A few connections shared by all slots: one claim, one batch of each outcome and a
     // renewal are in flight at most; progress reports and housekeeping share the rest.
@@ -139,7 +140,7 @@ export class Worker {
       freed: () => this.claimer.slotFreed(),
     });
     this.claimer = new Claimer({
-      pollMs: opts.pollMs ?? 1_000,
+      pollMs: opts.pollMs ?? DEFAULTS.pollMs,
       maxBatch: opts.maxClaim ?? 500,
       logger: log,
       freeSlots: () => this.slots.free,
@@ -172,7 +173,7 @@ export class Worker {
     this.maintenance = new Maintenance({
       queue: this.queue,
       logger: log,
-      retentionMs: opts.retentionMs ?? 7 * 24 * 3_600_000,
+      retentionMs: opts.retentionMs ?? DEFAULTS.retentionMs,
       reapEveryMs: opts.reapEveryMs,
     });
 
@@ -233,7 +234,7 @@ export class Worker {
 
   private async shutdown(): Promise<void> {
     const { log } = this;
-    const graceMs = this.opts.shutdownGraceMs ?? 30_000;
+    const graceMs = this.opts.shutdownGraceMs ?? DEFAULTS.shutdownGraceMs;
     log.info({ running: this.slots.running().length, graceMs }, 'worker stopping: no new claims');
     await Promise.all([this.claimer.stop(), this.maintenance.stop()]);
     if (!(await this.slots.whenIdle(graceMs))) {

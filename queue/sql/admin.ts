@@ -1,3 +1,5 @@
+import { MAX_ATTEMPTS_LIMIT } from '../defaults.ts';
+import type { JobRow } from './rows.ts';
 import { statement } from './statement.ts';
 
 // The single-job routes and the bulk actions (search.ts) share these clauses, so "cancel" and
@@ -12,19 +14,19 @@ export const CANCEL = {
   where: `status IN ('queued', 'running')`,
 };
 
-// A failed or cancelled job runs again, with at least one attempt left (1000 is the ceiling).
+// A failed or cancelled job runs again, with at least one attempt left (MAX_ATTEMPTS_LIMIT is the ceiling).
 export const RETRY = {
   set: `status = 'queued', available_at = now(), finished_at = NULL, cancel_requested_at = NULL,
     result = NULL, progress = NULL, max_attempts = greatest(max_attempts, attempt + 1)`,
-  where: `status IN ('failed', 'cancelled') AND attempt < 1000`,
+  where: `status IN ('failed', 'cancelled') AND attempt < ${MAX_ATTEMPTS_LIMIT}`,
 };
 
 /** Only finished jobs may be deleted: a queued or running one would vanish under its worker. */
 export const DELETE = { statuses: `('succeeded', 'failed', 'cancelled')` };
 
-export const cancelJob = statement('cancel', `UPDATE herald.jobs SET ${CANCEL.set} WHERE id = $1 AND ${CANCEL.where} RETURNING *`);
+export const cancelJob = statement<[id: string], JobRow>('cancel', `UPDATE herald.jobs SET ${CANCEL.set} WHERE id = $1 AND ${CANCEL.where} RETURNING *`);
 
-export const retryJob = statement('retry', `UPDATE herald.jobs SET ${RETRY.set} WHERE id = $1 AND ${RETRY.where} RETURNING *`);
+export const retryJob = statement<[id: string], JobRow>('retry', `UPDATE herald.jobs SET ${RETRY.set} WHERE id = $1 AND ${RETRY.where} RETURNING *`);
 
-/** Names who acts for the rest of the transaction; the job_events_actor trigger copies it into data.by. */
-export const setActor = statement('set_actor', `SELECT set_config('herald.actor', $1, true)`);
+/** Names who acts for the rest of the transaction (JSON); the job_events_actor trigger copies it into data.by. */
+export const setActor = statement<[actor: string], { set_config: string }>('set_actor', `SELECT set_config('herald.actor', $1, true)`);

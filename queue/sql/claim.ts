@@ -1,10 +1,22 @@
+import type { JobRow } from './rows.ts';
 import { leaseFromNow, statement } from './statement.ts';
 
 // THE claim: up to $3 runnable jobs in priority order, skipping rows other workers hold,
 // restricted to the worker's queues ($1, NULL = all), to the kinds it has tasks for ($7,
 // NULL = any) and to jobs whose `requires` tags are a subset of its capabilities ($2).
 // One statement, one round trip, one trigger call.
-export const claimJobs = statement(
+export const claimJobs = statement<
+  [
+    queues: string[] | null,
+    capabilities: string[],
+    limit: number,
+    worker: string,
+    ownerLock: number | null,
+    leaseMs: number,
+    kinds: string[] | null,
+  ],
+  JobRow
+>(
   'claim',
   `
 WITH picked AS (
@@ -35,7 +47,7 @@ RETURNING j.*`,
 // When the next scheduled job of these queues becomes runnable, so an idle worker sleeps until then.
 // In epoch ms rounded UP: a timer set to a rounded-down time would fire a moment early, find the
 // job not yet runnable, and then no longer see it as scheduled either.
-export const nextRunAt = statement(
+export const nextRunAt = statement<[queues: string[] | null, capabilities: string[], kinds: string[] | null], { at_ms: number | null }>(
   'next_run_at',
   `
 SELECT ceil(extract(epoch FROM min(available_at)) * 1000)::float8 AS at_ms

@@ -2,7 +2,7 @@ import { statement } from './statement.ts';
 
 // Retention: finished jobs older than $1 ms go, with their events, at most $2 per call so a
 // big backlog is deleted in short transactions that never block the queue for long.
-export const deleteFinishedJobs = statement(
+export const deleteFinishedJobs = statement<[olderThanMs: number, limit: number], { id: string }>(
   'cleanup',
   `
 WITH doomed AS (

@@ -1,8 +1,23 @@
+import type { JobRow } from './rows.ts';
 import { statement } from './statement.ts';
 
-// Many jobs in one statement, from one JSON array. Rows are inserted in input order, so the
-// ids they get follow it; a reused idempotency key inserts nothing (the caller looks it up).
-export const enqueueJobs = statement(
+/** One job of the JSON array enqueueJobs takes: every field filled in (Queue applies the defaults). */
+export interface EnqueueRecord {
+  kind: string;
+  queue: string;
+  payload: unknown;
+  priority: number;
+  /** ISO time, or null for now. */
+  run_at: string | null;
+  max_attempts: number;
+  requires: string[];
+  idempotency_key: string | null;
+}
+
+// Many jobs in one statement, from one JSON array (JSON.stringify of EnqueueRecord[]). Rows are
+// inserted in input order, so the ids they get follow it; a reused idempotency key inserts
+// nothing (the caller looks it up).
+export const enqueueJobs = statement<[records: string], JobRow>(
   'enqueue',
   `
 WITH input AS (
@@ -13,15 +28,14 @@ WITH input AS (
   ) WITH ORDINALITY AS x(kind, queue, payload, priority, run_at, max_attempts, requires, idempotency_key, ord)
 )
 INSERT INTO herald.jobs (kind, queue, payload, priority, available_at, max_attempts, requires, idempotency_key)
-SELECT kind, coalesce(queue, 'default'), coalesce(payload, '{}'::jsonb), coalesce(priority, 0),
-       coalesce(run_at, now()), coalesce(max_attempts, 5), coalesce(requires, '{}'::text[]), idempotency_key
+SELECT kind, queue, coalesce(payload, '{}'::jsonb), priority, coalesce(run_at, now()), max_attempts, requires, idempotency_key
 FROM input
 ORDER BY ord
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING *`,
 );
 
-export const jobsByIdempotencyKey = statement(
+export const jobsByIdempotencyKey = statement<[keys: string[]], JobRow & { idempotency_key: string }>(
   'jobs_by_key',
   `SELECT * FROM herald.jobs WHERE idempotency_key = ANY($1::text[])`,
 );

@@ -1,10 +1,11 @@
+import type { FeedAfter } from './rows.ts';
 import { statement } from './statement.ts';
 
 // Rows the feed cannot hand out yet: committed (visible to this statement, so their
 // transaction ended) but at or above the horizon, because an older transaction is still open.
-// The server's tailer asks after a short page: if some are held back it re-reads in a few ms
+// The server's tailer asks (Queue.heldBack) after a short page: if some are held back it re-reads in a few ms
 // instead of waiting for the next tick or its safety timer (a latency aid, never a correctness one).
-export const feedHeldBack = statement(
+export const feedHeldBack = statement<FeedAfter, { held: boolean }>(
   'feed_held_back',
   `
 SELECT EXISTS (

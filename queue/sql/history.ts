@@ -3,7 +3,7 @@ import { HISTORY_KEY, LOCK_NAMESPACE } from '../locks.ts';
 import { statement } from './statement.ts';
 
 /** One rollup at a time, whatever the number of processes running it; false = another has it. */
-export const lockHistory = statement('history_lock', `SELECT pg_try_advisory_xact_lock(${LOCK_NAMESPACE}, ${HISTORY_KEY}) AS locked`);
+export const lockHistory = statement<[], { locked: boolean }>('history_lock', `SELECT pg_try_advisory_xact_lock(${LOCK_NAMESPACE}, ${HISTORY_KEY}) AS locked`);
 
 // Minutes are aligned to the epoch (date_bin), not to the session's time zone.
 const minuteOf = (col: string) => `date_bin('1 minute', ${col}, timestamptz '2000-01-01 00:00:00+00')`;
@@ -14,7 +14,7 @@ const minuteOf = (col: string) => `date_bin('1 minute', ${col}, timestamptz '200
  * and moves the cursor past them, all in one transaction: every event is counted once.
  * Returns how many events it read.
  */
-export const rollupEvents = statement(
+export const rollupEvents = statement<[limit: number], { n: number }>(
   'history_rollup',
   `
 WITH cur AS (
@@ -67,7 +67,7 @@ SELECT count(*)::int AS n FROM ev`,
  * Queued jobs per queue now, written as the current minute's depth (the last write in a
  * minute wins). Queues with history in the last hour get a 0 when nothing is queued.
  */
-export const recordDepth = statement(
+export const recordDepth = statement<[]>(
   'history_depth',
   `
 WITH queued AS (
@@ -85,7 +85,7 @@ ON CONFLICT (queue, at) DO UPDATE SET depth = excluded.depth`,
 );
 
 /** History is kept for $1 ms (30 days). */
-export const pruneHistory = statement(
+export const pruneHistory = statement<[keepMs: number]>(
   'history_prune',
   `DELETE FROM herald.queue_stats WHERE at < now() - make_interval(secs => $1::float8 / 1000)`,
 );
@@ -94,7 +94,10 @@ export const pruneHistory = statement(
  * A queue's history from $2 on, in buckets of $3 (an interval), oldest first: counts summed,
  * wait histograms merged, depth as of the bucket's last minute that recorded one.
  */
-export const readHistory = statement(
+export const readHistory = statement<
+  [queue: string, from: Date, bucket: string],
+  { at: Date; enqueued: number; started: number; succeeded: number; failed: number; hist: number[]; depth: number | null }
+>(
   'history_read',
   `
 SELECT date_bin($3::interval, at, timestamptz '2000-01-01 00:00:00+00') AS at,

@@ -1,3 +1,4 @@
+import type { JobStatus } from '../schema.ts';
 import { leaseFromNow, statement } from './statement.ts';
 
 // Every worker write is fenced: id AND attempt AND locked_by AND status = 'running'. A row that
@@ -5,7 +6,10 @@ import { leaseFromNow, statement } from './statement.ts';
 const FENCE = `j.id = l.id AND j.attempt = l.attempt AND j.locked_by = $3 AND j.status = 'running'`;
 
 /** Renews the leases of many jobs at once; returns the ones still held. */
-export const renewLeases = statement(
+export const renewLeases = statement<
+  [ids: string[], attempts: number[], worker: string, leaseMs: number],
+  { id: string; cancel_requested: boolean }
+>(
   'heartbeat',
   `
 UPDATE herald.jobs j
@@ -16,7 +20,10 @@ RETURNING j.id, j.cancel_requested_at IS NOT NULL AS cancel_requested`,
 );
 
 /** Progress also renews the lease. */
-export const reportProgress = statement(
+export const reportProgress = statement<
+  [id: string, attempt: number, worker: string, percent: number, message: string | null, leaseMs: number],
+  { id: string; cancel_requested: boolean }
+>(
   'progress',
   `
 UPDATE herald.jobs j
@@ -28,7 +35,10 @@ RETURNING j.id, j.cancel_requested_at IS NOT NULL AS cancel_requested`,
 );
 
 /** Success for a batch of jobs: one UPDATE ... FROM unnest. */
-export const completeJobs = statement(
+export const completeJobs = statement<
+  [ids: string[], attempts: number[], worker: string, results: string[]],
+  { id: string }
+>(
   'complete',
   `
 UPDATE herald.jobs j
@@ -44,7 +54,18 @@ RETURNING j.id`,
 export const BACKOFF_SQL = `least($5::float8, $4::float8 * power(2, j.attempt - 1)) * (1 - 0.2 * random())`;
 
 /** Failure for a batch: retry later with backoff, fail when out of attempts, or honour a cancel. */
-export const failJobs = statement(
+export const failJobs = statement<
+  [
+    ids: string[],
+    attempts: number[],
+    worker: string,
+    backoffBaseMs: number,
+    backoffMaxMs: number,
+    errors: string[],
+    final: boolean[],
+  ],
+  { id: string; status: JobStatus; available_at: Date }
+>(
   'fail',
   `
 UPDATE herald.jobs j
@@ -64,7 +85,7 @@ RETURNING j.id, j.status, j.available_at`,
 );
 
 /** Shutdown hands jobs back without burning the attempt (event 'released'). */
-export const releaseJobs = statement(
+export const releaseJobs = statement<[ids: string[], attempts: number[], worker: string], { id: string }>(
   'release',
   `
 UPDATE herald.jobs j

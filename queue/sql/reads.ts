@@ -1,21 +1,12 @@
+import type { JobRow } from './rows.ts';
 import { statement } from './statement.ts';
 
-export const getJob = statement('get', `SELECT * FROM herald.jobs WHERE id = $1`);
+export const getJob = statement<[id: string], JobRow>('get', `SELECT * FROM herald.jobs WHERE id = $1`);
 
-// Newest first, with optional filters and a keyset cursor (`before` an id).
-export const listJobs = statement(
-  'list',
-  `
-SELECT * FROM herald.jobs
-WHERE ($1::text IS NULL OR queue = $1)
-  AND ($2::herald.job_status IS NULL OR status = $2)
-  AND ($3::text IS NULL OR kind = $3)
-  AND ($4::bigint IS NULL OR id < $4)
-ORDER BY id DESC
-LIMIT $5`,
-);
-
-export const queueCounts = statement(
+export const queueCounts = statement<
+  [],
+  { queue: string; queued: number; scheduled: number; running: number; succeeded: number; failed: number; cancelled: number }
+>(
   'queue_counts',
   `
 SELECT queue,
@@ -31,7 +22,7 @@ ORDER BY queue`,
 );
 
 /** Who holds jobs now, and since when. */
-export const runningByWorker = statement(
+export const runningByWorker = statement<[], { worker: string; running: number; since: Date; jobs: string[] }>(
   'workers',
   `
 SELECT locked_by AS worker, count(*)::int AS running, min(started_at) AS since,
@@ -43,7 +34,10 @@ ORDER BY locked_by`,
 );
 
 /** Bloat watch: dead tuples and vacuum times of the two tables. */
-export const tableStats = statement(
+export const tableStats = statement<
+  [],
+  { name: string; live_tuples: number; dead_tuples: number; last_autovacuum: Date | null; last_vacuum: Date | null }
+>(
   'table_stats',
   `
 SELECT relname AS name, n_live_tup::bigint::float8 AS live_tuples, n_dead_tup::bigint::float8 AS dead_tuples,

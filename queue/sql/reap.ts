@@ -1,4 +1,5 @@
 import { LOCK_NAMESPACE, REAPER_KEY } from '../locks.ts';
+import type { JobStatus } from '../schema.ts';
 import { statement } from './statement.ts';
 
 // Running jobs whose owner is gone come back: the lease ran out, or the owner's liveness lock
@@ -11,7 +12,7 @@ const DEAD = `
   AND (j.lease_expires_at < now()
        OR (j.owner_lock IS NOT NULL AND j.owner_lock NOT IN (SELECT key FROM live)))`;
 
-export const reapJobs = statement(
+export const reapJobs = statement<[limit: number], { id: string; status: JobStatus }>(
   'reap',
   `
 WITH gate AS MATERIALIZED (

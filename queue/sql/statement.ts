@@ -1,10 +1,63 @@
-// A named statement: node-postgres prepares it once per connection and reuses the plan.
-export interface Statement {
-  name: string;
-  text: string;
+// A named SQL statement with its types: the parameters ($1, $2, ...) as a labelled tuple and the
+// shape of one returned row. Declare one next to its SQL, run it with StatementRunner.run, and
+// the call site gets typed rows with no cast:
+//
+//   export const getThing = statement<[id: string], { id: string; name: string }>('get_thing', `SELECT ...`);
+//   const { rows } = await runner.run(pool, getThing, [id]);
+import type pg from 'pg';
+
+export interface Statement<Params extends readonly unknown[], Row> {
+  /** node-postgres prepares a named statement once per connection and reuses the plan. */
+  readonly name: string;
+  readonly text: string;
+  /**
+   * false: never prepared, so each call is planned for its own values. For optional filters
+   * ("$1 IS NULL OR queue = $1"): a prepared statement may switch to a generic plan, which
+   * cannot use the index the given filter needs.
+   */
+  readonly prepare?: false;
+  /** Type-level only (never set): carries Params and Row to the call site. */
+  readonly types?: { params: Params; row: Row };
 }
 
-export const statement = (name: string, text: string): Statement => ({ name: `herald_${name}`, text: text.trim() });
+/** Row = never: a statement whose rows nobody reads (only rowCount). */
+export function statement<Params extends readonly unknown[], Row = never>(name: string, text: string, opts: { prepare?: false } = {}): Statement<Params, Row> {
+  return { name: `herald_${name}`, text: text.trim(), ...opts };
+}
 
 /** A lease of `$n` milliseconds from now. */
 export const leaseFromNow = (param: string) => `now() + make_interval(secs => ${param}::float8 / 1000)`;
+
+/** The pool, or a client inside a transaction. */
+export type Executor = Pick<pg.Pool, 'query'> | pg.PoolClient;
+
+export interface Result<Row> {
+  rows: Row[];
+  rowCount: number;
+}
+
+/**
+ * Runs statements, prepared by name while the connection allows it. A transaction pooler
+ * (pgbouncer < 1.21 in transaction mode) hands each statement to any server connection, where
+ * our prepared statement may not exist (26000) or already exist (42P05). Neither error ran
+ * anything, so the runner falls back to unnamed statements for good and retries.
+ */
+export class StatementRunner {
+  private prepared = true;
+
+  async run<Params extends readonly unknown[], Row>(db: Executor, st: Statement<Params, Row>, values: Params): Promise<Result<Row>> {
+    const config: pg.QueryConfig = { text: st.text, values: values as unknown as unknown[] };
+    if (!this.prepared || st.prepare === false) return toResult(await db.query(config));
+    try {
+      return toResult(await db.query({ ...config, name: st.name }));
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code !== '26000' && code !== '42P05') throw err;
+      this.prepared = false;
+      return toResult(await db.query(config));
+    }
+  }
+}
+
+// The one place rows become typed: the statement's declaration is the contract for its SQL.
+const toResult = <Row>(r: pg.QueryResult): Result<Row> => ({ rows: r.rows as Row[], rowCount: r.rowCount ?? 0 });

@@ -1,12 +1,11 @@
 // THE tailer: one per server process. It follows herald.job_events gap-free through
-// queue.feed(cursor) (rows below the transaction horizon, in (tx, id) order; DESIGN.md point 2)
+// queue.feed(cursor) (rows below the transaction horizon, in (tx, id) order; see queue/sql/feed.ts)
 // and publishes each page to the in-memory fan-out. It reads when the NOTIFY tick on
 // herald_events says there is something new, and on a short safety timer in case a tick was
 // lost (listener down, pooler). A read goes page by page until it is caught up.
 import type { Logger } from 'pino';
 import type { Queue } from '../../queue/queue.ts';
 import { formatCursor, parseCursor, type Cursor } from '../../queue/cursor.ts';
-import { feedHeldBack } from '../../queue/sql/feed-backlog.ts';
 import type { Fanout } from './fanout.ts';
 
 export interface TailerOptions {
@@ -119,8 +118,7 @@ export class Tailer {
   // A committed transaction whose events sit above the horizon (an older one is still open)
   // sent its tick already; re-read in a few ms rather than at the next safety tick.
   private async afterCaughtUp(): Promise<void> {
-    const { rows } = await this.queue.pool.query({ ...feedHeldBack, values: [this.position.tx, this.position.id] });
-    if (!rows[0].held) {
+    if (!(await this.queue.heldBack(this.position))) {
       this.retryDelay = 0;
       this.caughtUpAt = Date.now();
       return;

@@ -1,0 +1,35 @@
+// Every default Herald has, in one place. The environment (config.ts), the core (Queue), the
+// worker, the CLI, the HTTP schema and the table definitions all read these.
+const HOUR_MS = 3_600_000;
+
+export const DEFAULTS = {
+  /** Queue of a job enqueued without one. */
+  queue: 'default',
+  priority: 0,
+  /** Attempts before a job fails, when the producer gives none. */
+  maxAttempts: 5,
+  /** A lease a worker renews while it runs a job; a job whose lease runs out is re-run. */
+  leaseMs: 30_000,
+  /** Safety-net claim interval of an idle worker (NOTIFY wakes it sooner). */
+  pollMs: 1_000,
+  /** Retry backoff: base * 2^(attempt-1), capped at the max. */
+  backoffBaseMs: 1_000,
+  backoffMaxMs: HOUR_MS,
+  /** Finished jobs (and their events) older than this are deleted; 0 keeps them. */
+  retentionMs: 7 * 24 * HOUR_MS,
+  /** On stop, how long running jobs may take to finish before they are handed back. */
+  shutdownGraceMs: 30_000,
+  /** Jobs per page of a listing (GET /api/jobs, Queue.list). */
+  listLimit: 50,
+  /** Concurrent jobs per worker process. */
+  concurrency: 10,
+  host: '127.0.0.1',
+  port: 3000,
+  dataDir: '.herald',
+  logLevel: 'info',
+  /** HERALD_LOG_FORMAT: 'auto' = pretty when the log goes to a terminal, JSON lines otherwise. */
+  logFormat: 'auto',
+} as const;
+
+/** The most attempts a job may have (a database check; retry never goes past it). */
+export const MAX_ATTEMPTS_LIMIT = 1000;

@@ -1,0 +1,46 @@
+// Rows as node-postgres returns them (snake_case columns; int8 as a string, timestamptz as a
+// Date, jsonb parsed). Shared by the statements that return whole rows of the two tables.
+import type { EventType, JobStatus } from '../schema.ts';
+
+/** A row of herald.jobs (`SELECT *` / `RETURNING *`). */
+export interface JobRow {
+  id: string;
+  queue: string;
+  kind: string;
+  payload: unknown;
+  priority: number;
+  status: JobStatus;
+  attempt: number;
+  max_attempts: number;
+  available_at: Date;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+  locked_by: string | null;
+  lease_expires_at: Date | null;
+  owner_lock: number | null;
+  requires: string[];
+  idempotency_key: string | null;
+  progress: { percent: number; message: string | null } | null;
+  result: unknown;
+  last_error: { message: string; [k: string]: unknown } | null;
+  cancel_requested_at: Date | null;
+}
+
+/** A row of herald.job_events as the feed reads it (tx as text: xid8 has no JS type). */
+export interface EventRow {
+  id: string;
+  job_id: string;
+  tx: string;
+  at: Date;
+  queue: string;
+  kind: string;
+  type: EventType;
+  status: JobStatus;
+  attempt: number;
+  worker: string | null;
+  data: unknown;
+}
+
+/** The feed position a statement reads after: (tx, id). */
+export type FeedAfter = [afterTx: string, afterId: string];

@@ -1,0 +1,33 @@
+// The tailer reads through Queue, so it keeps working on a connection a transaction pooler hands
+// out, where a statement of the same name may already exist (42P05) or be missing (26000).
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../../test/support/db.ts';
+import { Fanout, type StreamMessage } from './fanout.ts';
+import { Tailer } from './tailer.ts';
+
+let db: TestDatabase;
+
+beforeAll(async () => {
+  // One connection, so the statement prepared below is on the connection the tailer gets.
+  db = await createTestDatabase({ poolSize: 1 });
+});
+afterAll(() => db.drop());
+
+it('reads on behind a pooler: a prepared statement name that already exists makes it fall back, not fail', async () => {
+  // What a pooler's shared server connection looks like: another client prepared this name.
+  // (One name only: the pool drops a connection after a failed query, and the PREPARE with it.)
+  await db.pool.query('PREPARE herald_feed_held_back AS SELECT 1');
+  const fanout = new Fanout();
+  const got: StreamMessage[] = [];
+  fanout.subscribe({ filter: {}, deliver: (m) => got.push(...m) });
+  const tailer = new Tailer(db.queue, fanout, { safetyMs: 60_000 });
+  await tailer.start();
+  const { job } = await db.queue.enqueue({ kind: 'pooled' });
+
+  tailer.wake();
+  await tailer['idle'];
+
+  expect(tailer.dbUp).toBe(true);
+  expect(got.map((m) => m.event.jobId)).toEqual([job.id]);
+  await tailer.stop();
+});
