@@ -10,16 +10,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { ensureFreshBoard, launchChromium } from './support/board.ts';
 import { spawnHerald, type HeraldProcess } from './support/herald-process.ts';
 import { startServer, waitUntil } from './system/support.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ARTIFACTS = path.join(ROOT, 'test-artifacts');
 const DOCS_SHOT = process.env.HERALD_DOCS_SCREENSHOT === '1';
-const CHROMIUM = process.env.HERALD_CHROMIUM ?? '/usr/bin/chromium';
 const XSS = `<script>window.__xss=1</script><img src=x onerror="window.__xss=2">`;
 const TERMINAL = ['succeeded', 'failed', 'cancelled'];
 
@@ -144,28 +144,6 @@ function expectCleanTab(tab: Tab) {
 
 // ---------------------------------------------------------------------------------------------
 
-/** Newest modification time of the board's sources (web/src, index.html, the Vite config). */
-function newestSource(dir = path.join(ROOT, 'web')): number {
-  let newest = 0;
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    if (entry.name === 'dist' || entry.name === 'node_modules' || entry.name.startsWith('.')) continue;
-    const p = path.join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestSource(p) : fs.statSync(p).mtimeMs);
-  }
-  return newest;
-}
-
-/**
- * The server serves web/dist. Build it when it is missing (as `herald start` does), and also when
- * it is older than its sources: a stale build would test yesterday's board.
- */
-async function ensureFreshBoard(): Promise<void> {
-  const index = path.join(ROOT, 'web', 'dist', 'index.html');
-  if (fs.existsSync(index) && fs.statSync(index).mtimeMs >= newestSource()) return;
-  const { build } = await import('vite');
-  await build({ configFile: path.join(ROOT, 'web', 'vite.config.ts'), logLevel: 'warn' });
-}
-
 beforeAll(async () => {
   await ensureFreshBoard();
   db = await createTestDatabase();
@@ -178,11 +156,7 @@ beforeAll(async () => {
       await w.waitForMessage(/^worker started$/, 60_000);
       return w;
     })(),
-    chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-    }),
+    launchChromium(),
   ]);
 }, 180_000);
 

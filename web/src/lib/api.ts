@@ -85,8 +85,34 @@ export async function listQueues(): Promise<QueueCounts[]> {
 
 export function listJobs(
   filter: JobFilter & { limit?: number; before?: string | null },
-): Promise<{ jobs: Job[]; next: string | null }> {
+): Promise<{ jobs: Job[]; next: string | null; searched?: number }> {
   return request('GET', `/api/jobs${query({ ...filter })}`);
+}
+
+export type BulkAction = 'retry' | 'cancel' | 'delete';
+
+/** Retries, cancels or deletes every job the filter matches; `dryRun` only counts them. */
+export function bulkAction(action: BulkAction, filter: JobFilter, dryRun: boolean): Promise<{ matched: number; affected?: number }> {
+  const f = Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined && v !== ''));
+  return request('POST', '/api/jobs/bulk', { body: { action, filter: f, dryRun } });
+}
+
+export type HistoryRange = '1h' | '24h' | '7d';
+
+export interface HistoryBucket {
+  at: string;
+  enqueued: number;
+  started: number;
+  succeeded: number;
+  failed: number;
+  waitP50Ms: number | null;
+  waitP95Ms: number | null;
+  depth: number | null;
+}
+
+export async function queueHistory(queue: string, range: HistoryRange): Promise<HistoryBucket[]> {
+  const r = await request<{ buckets: HistoryBucket[] }>('GET', `/api/queues/${encodeURIComponent(queue)}/stats${query({ range })}`);
+  return r.buckets ?? [];
 }
 
 export function getJob(id: string): Promise<Job> {

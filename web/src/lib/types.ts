@@ -85,6 +85,11 @@ export interface JobFilter {
   queue?: string;
   status?: string;
   kind?: string;
+  /** Search filters (see lib/search.ts): the server judges these; stream events cannot. */
+  payload?: string;
+  error?: string;
+  createdAfter?: string;
+  createdBefore?: string;
 }
 
 export interface WorkerInfo {
