@@ -1,4 +1,4 @@
-// `npm run bench [-- --json] [-- --rounds N] [-- --only herald,sql]`: Herald against
+// `npm run bench [-- --json] [-- --rounds N] [-- --only herald,sql] [-- --search]`: Herald against
 // graphile-worker (default and batched), pg-boss and a bare-SQL floor, on the same PostgreSQL,
 // in one run. Each runner gets a fresh database of its own (herald_bench_<name>).
 //
@@ -8,6 +8,7 @@ import os from 'node:os';
 import pg from 'pg';
 import { openDatabase, withDatabase } from '../queue/database.ts';
 import herald from './herald.ts';
+import { searchBench } from './search.ts';
 import { peers } from './peers/index.ts';
 import { percentiles, type Percentiles } from './peers/stats.ts';
 import type { PeerRunner } from './peers/types.ts';
@@ -25,13 +26,14 @@ function envInt(name: string, fallback: number): number {
 }
 
 function parseArgs(argv: string[]) {
-  const args = { json: false, rounds: 1, only: undefined as string[] | undefined };
+  const args = { json: false, search: false, rounds: 1, only: undefined as string[] | undefined };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--json') args.json = true;
+    else if (a === '--search') args.search = true;
     else if (a === '--rounds') args.rounds = Number(argv[++i]);
     else if (a === '--only') args.only = argv[++i].split(',');
-    else throw new Error(`unknown argument ${a}; usage: bench [--json] [--rounds N] [--only herald,sql,...]`);
+    else throw new Error(`unknown argument ${a}; usage: bench [--json] [--rounds N] [--only herald,sql,...] [--search]`);
   }
   if (!Number.isInteger(args.rounds) || args.rounds < 1) throw new Error('--rounds must be a positive integer');
   return args;
@@ -72,6 +74,15 @@ async function main() {
 
   const db = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: process.env.HERALD_DATA_DIR || '.herald' });
   const adminUrl = withDatabase(db.url, 'postgres');
+  if (args.search) {
+    try {
+      const result = await searchBench(await freshDatabase(adminUrl, 'herald_bench_search'), say);
+      process.stdout.write(`${JSON.stringify({ search: result }, null, args.json ? undefined : 2)}\n`);
+    } finally {
+      await db.close();
+    }
+    return;
+  }
   const runners: PeerRunner[] = [herald, ...peers].filter((r) => !args.only || args.only.includes(r.name));
   const drains = new Map<string, number[]>();
   const latencies = new Map<string, Percentiles[]>();
