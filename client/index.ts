@@ -7,8 +7,9 @@ import type { EnqueueInput as CoreEnqueueInput, JobPage, QueueCount } from '../q
 import type { HistoryBucket, HistoryRange } from '../queue/history.ts';
 import type { JobStatus } from '../queue/schema.ts';
 import type { BulkAction } from '../queue/sql/search.ts';
+import type { JobFilter } from '../queue/search.ts';
 
-export type { Job, JobStatus, JobPage, HistoryBucket, HistoryRange, BulkAction };
+export type { Job, JobStatus, JobPage, JobFilter, HistoryBucket, HistoryRange, BulkAction };
 /** Job counts of one queue (GET /api/queues). */
 export type QueueCounts = QueueCount;
 
@@ -35,19 +36,6 @@ export interface EnqueueResult {
   created: boolean;
   /** With `wait`: true when the wait ran out before the job ended (HTTP 202). */
   pending: boolean;
-}
-
-/** The filters of GET /api/jobs (and of a bulk action). */
-export interface JobFilter {
-  queue?: string;
-  status?: JobStatus;
-  kind?: string;
-  /** JSON containment: {user: 42} matches every payload that holds it. */
-  payload?: unknown;
-  /** A case-insensitive substring of lastError.message. */
-  error?: string;
-  createdAfter?: string | Date;
-  createdBefore?: string | Date;
 }
 
 export interface ListFilter extends JobFilter {
