@@ -493,7 +493,7 @@ export class Queue {
     const { before = null, limit = DEFAULTS.listLimit, window = SEARCH_WINDOW, ...f } = q;
     const values = filterValues(f);
     let floor: string | null = null;
-    if (isSearch(f)) floor = (await this.run(windowFloor, [before, window, f.queue ?? null])).rows[0]?.id ?? null;
+    if (isSearch(f)) floor = (await this.run(windowFloor, [before, window])).rows[0]?.id ?? null;
     const { rows } = await this.run(listJobs, [...values, before, limit + 1, floor]);
     const jobs = rows.slice(0, limit).map(toJob);
     if (rows.length > limit) return { jobs, next: jobs[jobs.length - 1].id };

@@ -17,9 +17,9 @@ export interface JobFilter {
 }
 
 /**
- * How many of the newest jobs (of the queue, when one is given) a search with a filter that no
- * index serves (payload, error, time range) looks at per page. A page that ends at the window
- * says so, and its `next` continues below it, so every job stays reachable at a bounded cost.
+ * How many of the newest jobs a search with a filter that no index serves (payload, error, time
+ * range) looks at per page, whatever its other filters. A page that ends at the window says so,
+ * and its `next` continues below it, so every job stays reachable at a bounded cost.
  */
 export const SEARCH_WINDOW = 100_000;
 

@@ -51,14 +51,17 @@ LIMIT ${p(2)}`,
 );
 
 /**
- * The oldest id of a search window: the $2-th newest job below $1 (of queue $3, if given), or
- * no row when fewer are left. An index-only walk: jobs_queue_id with a queue, the key without.
+ * The oldest id of a search window: the $2-th newest job below $1, or no row when fewer are
+ * left. An index-only walk down the primary key. The window is the newest jobs of the whole
+ * table, not of one queue: ids follow the table's physical order, so a page of a search reads a
+ * bounded run of consecutive heap pages whatever its filters (a queue's own newest 100,000 jobs
+ * can be spread over every page of the table).
  */
-export const windowFloor = statement<[before: string | null, window: number, queue: string | null], { id: string }>(
+export const windowFloor = statement<[before: string | null, window: number], { id: string }>(
   'window_floor',
   `
 SELECT id FROM herald.jobs
-WHERE ($1::bigint IS NULL OR id < $1) AND ($3::text IS NULL OR queue = $3)
+WHERE ($1::bigint IS NULL OR id < $1)
 ORDER BY id DESC
 OFFSET $2::int - 1
 LIMIT 1`,
