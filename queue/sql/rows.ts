@@ -1,5 +1,6 @@
 // Rows as node-postgres returns them (snake_case columns; int8 as a string, timestamptz as a
 // Date, jsonb parsed). Shared by the statements that return whole rows of the two tables.
+import type { Job } from '../job.ts';
 import type { EventType, JobStatus } from '../schema.ts';
 
 /** A row of herald.jobs (`SELECT *` / `RETURNING *`). */
@@ -21,9 +22,9 @@ export interface JobRow {
   owner_lock: number | null;
   requires: string[];
   idempotency_key: string | null;
-  progress: { percent: number; message: string | null } | null;
+  progress: Job['progress'];
   result: unknown;
-  last_error: { message: string; [k: string]: unknown } | null;
+  last_error: Job['lastError'];
   cancel_requested_at: Date | null;
 }
 
