@@ -33,3 +33,8 @@ export const DEFAULTS = {
 
 /** The most attempts a job may have (a database check; retry never goes past it). */
 export const MAX_ATTEMPTS_LIMIT = 1000;
+
+/** Most tags a job may carry (a database check). */
+export const MAX_TAGS = 16;
+/** Longest attempt a job may ask for (timeoutMs): one day. */
+export const MAX_TIMEOUT_MS = 86_400_000;

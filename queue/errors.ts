@@ -29,6 +29,9 @@ const CONSTRAINT_MESSAGES: Record<string, string> = {
   jobs_max_attempts_range: `maxAttempts must be an integer from 1 to ${MAX_ATTEMPTS_LIMIT}`,
   jobs_attempt_range: 'attempt may not exceed maxAttempts',
   jobs_requires_count: 'requires may hold at most 32 tags',
+  jobs_group_name: 'group must be 1-128 characters of [A-Za-z0-9_.:-]',
+  jobs_tags_names: 'tags: at most 16, each 1-128 characters of [A-Za-z0-9_.:-]',
+  jobs_timeout_range: 'timeoutMs must be an integer from 1 to 86400000',
   jobs_idempotency_key_length: 'idempotencyKey must be 1-255 characters',
   jobs_progress_shape: 'progress percent must be a number from 0 to 100',
 };

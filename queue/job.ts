@@ -28,7 +28,16 @@ export interface Job {
   progress: JobProgress | null;
   result: unknown;
   lastError: { message: string; [k: string]: unknown } | null;
+  group: string | null;
+  tags: string[];
+  timeoutMs: number | null;
+  expireAt: string | null;
+  /** Why a queued job is held back; null when it is not queued or could start now. */
+  waitingFor: WaitingFor | null;
 }
+
+export const WAITING_REASONS = ['scheduled', 'paused', 'concurrency', 'group_concurrency', 'rate_limit', 'no_worker'] as const;
+export type WaitingFor = (typeof WAITING_REASONS)[number];
 
 export interface JobEvent {
   eventId: string;
@@ -69,6 +78,11 @@ export function toJob(r: JobRow): Job {
     progress: r.progress,
     result: r.result ?? null,
     lastError: r.last_error,
+    group: r.group ?? null,
+    tags: r.tags ?? [],
+    timeoutMs: r.timeout_ms ?? null,
+    expireAt: iso(r.expire_at),
+    waitingFor: r.waiting_for ?? (r.status === 'queued' && r.available_at > new Date() ? 'scheduled' : null),
   };
 }
 

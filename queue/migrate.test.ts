@@ -1,12 +1,12 @@
 // Migrations are idempotent, safe when several processes run them at once, and upgrade a
 // database made by older migrations in place, with its data.
-import { readFileSync } from 'node:fs';
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { createPool, withDatabase } from './database.ts';
-import { migrate } from './migrate.ts';
+import { MIGRATIONS_DIR, migrate } from './migrate.ts';
 import { Queue } from './queue.ts';
 import { rollupAll } from '../test/support/history.ts';
 
@@ -14,7 +14,8 @@ import { rollupAll } from '../test/support/history.ts';
 // down), copied from the repository's history because tests cannot read git.
 const V1 = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../test/fixtures/migrations-v1');
 
-const HEAD = JSON.parse(readFileSync(new URL('../drizzle/meta/_journal.json', import.meta.url), 'utf8')).entries.length;
+/** How many migrations head has. */
+const HEAD = (JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] }).entries.length;
 
 const made: string[] = [];
 async function freshDatabase(suffix: string): Promise<string> {
@@ -82,11 +83,14 @@ describe('migrate', () => {
     const pool = createPool(url, { max: 2 });
     const queue = new Queue(pool);
     try {
-      // Work in every state the old schema held: done, running (claimed before the upgrade), queued, scheduled.
-      const [done, running] = (await queue.enqueueMany([{ kind: 'a' }, { kind: 'b' }])).map((e) => e.job);
-      await queue.enqueueMany([{ kind: 'c', queue: 'other', payload: { n: 1 } }]);
-      const claimed = await queue.claim({ worker: 'w:1:x', kinds: ['a', 'b'], limit: 2 });
-      expect(claimed.map((j) => j.id).sort()).toEqual([done.id, running.id].sort());
+      // Work in every state the old schema held: done, running (claimed before the upgrade), queued.
+      // Written in SQL of the old shape: head's Queue knows columns the old tables lack.
+      await query(url, `INSERT INTO herald.jobs (kind) VALUES ('a'), ('b')`);
+      await query(url, `INSERT INTO herald.jobs (kind, queue, payload) VALUES ('c', 'other', '{"n":1}')`);
+      const claimSql = `UPDATE herald.jobs SET status = 'running', attempt = 1, locked_by = 'w:1:x',
+        started_at = now(), lease_expires_at = now() + interval '1 hour' WHERE kind IN ('a', 'b') RETURNING id`;
+      const claimed = (await query<{ id: string }>(url, claimSql)).map((r) => r.id).sort();
+      const [done, running] = claimed.map((id) => ({ id }));
       expect(await queue.complete('w:1:x', [{ id: done.id, attempt: 1, result: { ok: true } }])).toEqual([]);
       // The old function rounds the wake-up time down: the bug the upgrade must fix.
       expect(await scheduledWakeUp(url, 'before')).toBe(`before ${WHOLE_MS}`);
@@ -97,7 +101,12 @@ describe('migrate', () => {
 
       await migrate(url);
 
-      expect(await query(url, 'SELECT * FROM herald.jobs ORDER BY id')).toEqual(jobsBefore);
+      // Every old column keeps its value; columns added since hold their defaults.
+      const oldColumns = Object.keys(jobsBefore[0]).map((c) => `"${c}"`).join(', ');
+      expect(await query(url, `SELECT ${oldColumns} FROM herald.jobs ORDER BY id`)).toEqual(jobsBefore);
+      expect(await query(url, 'SELECT DISTINCT "group", tags, timeout_ms, expire_at FROM herald.jobs')).toEqual([
+        { group: null, tags: [], timeout_ms: null, expire_at: null },
+      ]);
       expect(await query(url, 'SELECT id, job_id, tx::text, type, status, attempt, data FROM herald.job_events ORDER BY id')).toEqual(eventsBefore);
       expect(await query(url, 'SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations')).toEqual([{ n: HEAD }]);
       // Queue history starts at the beginning of the feed: the events from before the upgrade count.

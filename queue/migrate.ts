@@ -12,7 +12,7 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate as drizzleMigrate } from 'drizzle-orm/node-postgres/migrator';
 import { LOCK_NAMESPACE, MIGRATE_KEY } from './locks.ts';
 
-const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'drizzle');
+export const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'drizzle');
 
 /** `folder`: another migration set (the upgrade test applies an old one first). */
 export async function migrate(url: string, folder = MIGRATIONS_DIR): Promise<void> {

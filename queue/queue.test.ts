@@ -34,6 +34,24 @@ describe('enqueue', () => {
     expect(events[0]).toMatchObject({ type: 'enqueued', status: 'queued', attempt: 0, jobId: job.id });
   });
 
+  it('stores group, tags, timeoutMs and expireAt; the database refuses bad ones whatever writes them', async () => {
+    const { job } = await q.enqueue({ kind: 'k', group: 'g-1', tags: ['a', 'b.c'], timeoutMs: 250, expireAt: new Date('2030-01-01T00:00:00Z') });
+    expect(job).toMatchObject({ group: 'g-1', tags: ['a', 'b.c'], timeoutMs: 250, expireAt: '2030-01-01T00:00:00.000Z', waitingFor: null });
+    const later = await q.enqueue({ kind: 'k', runAt: new Date(Date.now() + 3_600_000) });
+    expect(later.job.waitingFor).toBe('scheduled');
+    await expect(q.enqueue({ kind: 'k', group: 'no spaces' })).rejects.toThrow(/^group must be 1-128/);
+    await expect(q.enqueue({ kind: 'k', tags: Array(17).fill('t') })).rejects.toThrow(/^tags: at most 16/);
+    await expect(q.enqueue({ kind: 'k', tags: ['ok', 'a,b'] })).rejects.toThrow(/^tags: at most 16/);
+    await expect(q.enqueue({ kind: 'k', tags: [''] })).rejects.toThrow(/^tags: at most 16/);
+    await expect(q.enqueue({ kind: 'k', timeoutMs: 0 })).rejects.toThrow(/^timeoutMs must be an integer from 1 to 86400000/);
+    await expect(q.enqueue({ kind: 'k', expireAt: 'never' })).rejects.toThrow(/^expireAt "never" is not a valid ISO date/);
+    // Raw SQL too: the CHECKs hold for writers that bypass the API.
+    await expect(db.pool.query(`INSERT INTO herald.jobs (kind, tags) VALUES ('k', ARRAY['a', NULL])`)).rejects.toThrow(/jobs_tags_names/);
+    await expect(db.pool.query(`INSERT INTO herald.jobs (kind, timeout_ms) VALUES ('k', 86400001)`)).rejects.toThrow(/jobs_timeout_range/);
+    const { rows } = await db.pool.query('SELECT count(*)::int AS n FROM herald.jobs');
+    expect(rows[0].n).toBe(2);
+  });
+
   it('is all or nothing for a batch', async () => {
     await expect(
       q.enqueueMany([{ kind: 'ok' }, { kind: 'bad kind!' }, { kind: 'ok2' }]),

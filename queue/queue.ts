@@ -31,6 +31,14 @@ export interface EnqueueInput {
   maxAttempts?: number;
   requires?: string[];
   idempotencyKey?: string | null;
+  /** The key of per-group limits (a tenant, a customer). */
+  group?: string | null;
+  /** Labels to filter by (at most 16). */
+  tags?: string[];
+  /** An attempt running longer than this fails (1 to 86400000). */
+  timeoutMs?: number | null;
+  /** A job still queued at this time never starts: it becomes cancelled (event 'expired'). */
+  expireAt?: string | Date | null;
 }
 
 export interface Enqueued {
@@ -145,22 +153,28 @@ interface PendingEnqueue {
 
 const settle = (p: PendingEnqueue, r: Enqueued | Error) => (r instanceof Error ? p.reject(r) : p.resolve(r));
 
+/** An optional time as ISO, or a ValidationError naming the field. */
+function isoOrNull(field: string, v: string | Date | null | undefined): string | null {
+  if (v === undefined || v === null) return null;
+  const d = v instanceof Date ? v : new Date(v);
+  if (Number.isNaN(d.getTime())) throw new ValidationError(`${field} "${String(v)}" is not a valid ISO date`);
+  return d.toISOString();
+}
+
 function toRecord(input: EnqueueInput): EnqueueRecord {
-  let runAt: string | null = null;
-  if (input.runAt !== undefined && input.runAt !== null) {
-    const d = input.runAt instanceof Date ? input.runAt : new Date(input.runAt);
-    if (Number.isNaN(d.getTime())) throw new ValidationError(`runAt "${String(input.runAt)}" is not a valid ISO date`);
-    runAt = d.toISOString();
-  }
   return {
     kind: input.kind,
     queue: input.queue ?? DEFAULTS.queue,
     payload: input.payload === undefined ? {} : input.payload,
     priority: input.priority ?? DEFAULTS.priority,
-    run_at: runAt,
+    run_at: isoOrNull('runAt', input.runAt),
     max_attempts: input.maxAttempts ?? DEFAULTS.maxAttempts,
     requires: input.requires ?? [],
     idempotency_key: input.idempotencyKey ?? null,
+    group: input.group ?? null,
+    tags: input.tags ?? [],
+    timeout_ms: input.timeoutMs ?? null,
+    expire_at: isoOrNull('expireAt', input.expireAt),
   };
 }
 

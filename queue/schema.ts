@@ -1,7 +1,7 @@
 // The two tables, as drizzle sees them. `npm run db:generate` turns this file into the
 // table migration in drizzle/; triggers and functions are in the hand-written migration.
 import { sql } from 'drizzle-orm';
-import { DEFAULTS, MAX_ATTEMPTS_LIMIT } from './defaults.ts';
+import { DEFAULTS, MAX_ATTEMPTS_LIMIT, MAX_TAGS, MAX_TIMEOUT_MS } from './defaults.ts';
 import {
   bigint,
   check,
@@ -35,6 +35,7 @@ export const EVENT_TYPES = [
   'lease_expired',
   'released',
   'retried',
+  'expired',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 export const eventType = herald.enum('event_type', EVENT_TYPES);
@@ -46,7 +47,8 @@ const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date
 
 // Names are 1-128 of [A-Za-z0-9_.:-] (safe in URLs, NOTIFY payloads and logs); the database enforces it
 // as well as the HTTP schema, so no writer can store another.
-const NAME_PATTERN = `'^[A-Za-z0-9_.:-]{1,128}$'`;
+const NAME_CHARS = '[A-Za-z0-9_.:-]{1,128}';
+const NAME_PATTERN = `'^${NAME_CHARS}$'`;
 
 export const jobs = herald.table(
   'jobs',
@@ -75,6 +77,13 @@ export const jobs = herald.table(
     result: jsonb('result'),
     lastError: jsonb('last_error'),
     cancelRequestedAt: tstz('cancel_requested_at'),
+    // The key of per-group limits (one tenant, one customer); null: in no group.
+    group: text('group'),
+    tags: text('tags').array().notNull().default(sql`'{}'::text[]`),
+    // An attempt running longer fails; null: no limit.
+    timeoutMs: integer('timeout_ms'),
+    // A job still queued then never starts: it becomes cancelled (event 'expired').
+    expireAt: tstz('expire_at'),
   },
   (t) => [
     // Row shape of each status: the database refuses a malformed row (a running job without an
@@ -96,6 +105,14 @@ export const jobs = herald.table(
     check('jobs_max_attempts_range', sql`${t.maxAttempts} BETWEEN 1 AND ${sql.raw(String(MAX_ATTEMPTS_LIMIT))}`),
     check('jobs_attempt_range', sql`${t.attempt} BETWEEN 0 AND ${t.maxAttempts}`),
     check('jobs_requires_count', sql`cardinality(${t.requires}) <= 32`),
+    check('jobs_group_name', sql`${t.group} ~ ${sql.raw(NAME_PATTERN)}`),
+    // Every tag obeys the name rules: the list joined with ',' (not a name character) matches
+    // name(,name)*, and splitting it again gives the same list back, so no tag held a ',' or a NULL.
+    check(
+      'jobs_tags_names',
+      sql`cardinality(${t.tags}) <= ${sql.raw(String(MAX_TAGS))} AND (cardinality(${t.tags}) = 0 OR (array_to_string(${t.tags}, ',') ~ ${sql.raw(`'^${NAME_CHARS}(,${NAME_CHARS})*$'`)} AND string_to_array(array_to_string(${t.tags}, ','), ',') = ${t.tags}))`,
+    ),
+    check('jobs_timeout_range', sql`${t.timeoutMs} BETWEEN 1 AND ${sql.raw(String(MAX_TIMEOUT_MS))}`),
     check('jobs_idempotency_key_length', sql`length(${t.idempotencyKey}) BETWEEN 1 AND 255`),
     check(
       'jobs_progress_shape',
@@ -111,6 +128,8 @@ export const jobs = herald.table(
     index('jobs_finished').on(t.finishedAt).where(sql`${t.status} IN ('succeeded', 'failed', 'cancelled')`),
     // Listing newest first, by queue.
     index('jobs_queue_id').on(t.queue, t.id.desc()),
+    // The expiry pass: only jobs that have an expireAt, while they wait.
+    index('jobs_expiry').on(t.expireAt).where(sql`${t.status} = 'queued' AND ${t.expireAt} IS NOT NULL`),
     uniqueIndex('jobs_idempotency_key').on(t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),
   ],
 );

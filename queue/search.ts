@@ -14,18 +14,24 @@ export interface JobFilter {
   error?: string;
   createdAfter?: string | Date;
   createdBefore?: string | Date;
+  group?: string;
+  /** Jobs carrying this tag (among others). */
+  tag?: string;
 }
 
 /**
- * How many of the newest jobs a search with a filter that no index serves (payload, error, time
- * range) looks at per page, whatever its other filters. A page that ends at the window says so,
+ * How many of the newest jobs a search with a filter that no index serves (group, tag, payload,
+ * error, time range) looks at per page, whatever its other filters. A page that ends at the window says so,
  * and its `next` continues below it, so every job stays reachable at a bounded cost.
  */
 export const SEARCH_WINDOW = 100_000;
 
-/** Filters that need the bounded window; queue, status and kind alone list as they always did. */
+/** Filters that need the bounded window (no index serves them); queue, status and kind alone list as they always did. */
 export function isSearch(f: JobFilter): boolean {
-  return f.payload !== undefined || f.error !== undefined || f.createdAfter !== undefined || f.createdBefore !== undefined;
+  return (
+    f.payload !== undefined || f.error !== undefined || f.createdAfter !== undefined || f.createdBefore !== undefined ||
+    f.group !== undefined || f.tag !== undefined
+  );
 }
 
 function time(name: string, v: string | Date | undefined): string | null {
@@ -60,5 +66,7 @@ export function filterValues(f: JobFilter): FilterParams {
     f.error === undefined ? null : likeSubstring(f.error),
     time('createdAfter', f.createdAfter),
     time('createdBefore', f.createdBefore),
+    f.group ?? null,
+    f.tag ?? null,
   ];
 }

@@ -4,7 +4,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { HeraldError } from '../queue/errors.ts';
-import { MAX_ATTEMPTS_LIMIT } from '../queue/defaults.ts';
+import { MAX_ATTEMPTS_LIMIT, MAX_TAGS, MAX_TIMEOUT_MS } from '../queue/defaults.ts';
 import { NAME_RULE } from './schemas.ts';
 
 export const errorBody = (statusCode: number, message: string) => ({
@@ -29,6 +29,11 @@ const RULES: Record<string, string> = {
   requires: 'must be a list of at most 32 tags, each 1-128 characters',
   runAt: 'must be an ISO 8601 date-time with a time zone, e.g. 2030-01-01T12:00:00Z',
   idempotencyKey: 'must be a string of 1-255 characters',
+  group: `must be ${NAME_RULE}`,
+  tag: `must be ${NAME_RULE}`,
+  tags: `must be a list of at most ${MAX_TAGS} tags, each ${NAME_RULE}`,
+  timeoutMs: `must be an integer number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`,
+  expireAt: 'must be an ISO 8601 date-time with a time zone, e.g. 2030-01-01T12:00:00Z',
   'idempotency-key': 'must be 1-255 characters',
   'last-event-id': 'must be a cursor this server sent (the `id:` of an event), or 0',
   jobs: 'must be a list of 1 to 1000 jobs',

@@ -3,7 +3,8 @@
 // checks (queue/schema.ts), so a request the schema accepts is one the table stores.
 import { EVENT_TYPES, JOB_STATUSES } from '../queue/schema.ts';
 import { BULK_ACTIONS } from '../queue/sql/search.ts';
-import { DEFAULTS, MAX_ATTEMPTS_LIMIT } from '../queue/defaults.ts';
+import { DEFAULTS, MAX_ATTEMPTS_LIMIT, MAX_TAGS, MAX_TIMEOUT_MS } from '../queue/defaults.ts';
+import { WAITING_REASONS } from '../queue/job.ts';
 
 export const NAME_RULE = '1-128 characters of [A-Za-z0-9_.:-]';
 const name = (description: string) => ({ type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$', description });
@@ -33,6 +34,15 @@ export const enqueueInput = {
       description: 'capabilities a worker must offer to take the job',
     },
     idempotencyKey: { type: 'string', minLength: 1, maxLength: 255, description: 'the same key returns the same job' },
+    group: name('the key of per-group limits (a tenant, a customer)'),
+    tags: { type: 'array', maxItems: MAX_TAGS, items: name('a tag'), description: `labels to filter by (at most ${MAX_TAGS})` },
+    timeoutMs: {
+      type: 'integer',
+      minimum: 1,
+      maximum: MAX_TIMEOUT_MS,
+      description: 'an attempt running longer fails (the handler signal fires with a TimeoutError)',
+    },
+    expireAt: { ...dateTime, description: 'a job still queued at this time never starts: it becomes cancelled (event "expired")' },
   },
 } as const;
 
@@ -63,6 +73,15 @@ export const job = {
     }),
     result: {},
     lastError: nullable('object', { properties: { message: { type: 'string' } }, additionalProperties: true }),
+    group: nullable('string'),
+    tags: { type: 'array', items: { type: 'string' } },
+    timeoutMs: nullable('integer'),
+    expireAt: nullable('string', { format: 'date-time' }),
+    waitingFor: {
+      type: ['string', 'null'],
+      enum: [...WAITING_REASONS, null],
+      description: 'why a queued job is held back: runAt ahead, queue paused, a limit reached, or no live worker takes it',
+    },
   },
 } as const;
 
@@ -148,6 +167,8 @@ const filterProperties = {
   error: { type: 'string', minLength: 1, maxLength: 1000, description: 'a case-insensitive substring of lastError.message' },
   createdAfter: { ...dateTime, description: 'created at or after this ISO time' },
   createdBefore: { ...dateTime, description: 'created at or before this ISO time' },
+  group: name('only jobs of this group'),
+  tag: name('only jobs carrying this tag'),
 } as const;
 
 export const bulkBody = {

@@ -34,9 +34,21 @@ describe('POST /api/jobs', () => {
       id: '1', queue: 'default', kind: 'echo', payload: { a: [1, 'x'] }, priority: 3, status: 'queued', attempt: 0,
       maxAttempts: 2, requires: ['gpu'], idempotencyKey: null, runAt: expect.any(String), createdAt: expect.any(String),
       startedAt: null, finishedAt: null, lockedBy: null, leaseExpiresAt: null, cancelRequested: false, progress: null,
-      result: null, lastError: null,
+      result: null, lastError: null, group: null, tags: [], timeoutMs: null, expireAt: null, waitingFor: null,
     });
     expect(new Date(job.runAt).toISOString()).toBe(job.runAt);
+  });
+
+  it('takes group, tags, timeoutMs and expireAt, and shows them on the job', async () => {
+    const body = { kind: 'k', group: 'tenant:42', tags: ['billing', 'eu-west.1'], timeoutMs: 1500, expireAt: '2031-01-01T01:00:00+01:00' };
+    const res = await post('/api/jobs', body);
+    expect(res.statusCode, res.body).toBe(201);
+    const expected = { group: 'tenant:42', tags: ['billing', 'eu-west.1'], timeoutMs: 1500, expireAt: '2031-01-01T00:00:00.000Z', waitingFor: null };
+    expect(res.json()).toMatchObject(expected);
+    expect((await get(`/api/jobs/${res.json().id}`)).json()).toMatchObject(expected);
+    const batch = await post('/api/jobs/batch', { jobs: [{ kind: 'k' }, { kind: 'k', tags: Array(17).fill('t') }] });
+    await rejected(batch, 400, /^jobs\[1\]\.tags must be a list of at most 16 tags.*\(job 1 of the batch; nothing was enqueued\)/);
+    expect(await jobCount()).toBe(1);
   });
 
   it('takes runAt and a queue', async () => {
@@ -66,6 +78,14 @@ describe('POST /api/jobs', () => {
     ['runAt not a date', { kind: 'k', runAt: 'tomorrow' }, /^runAt must be an ISO 8601 date-time/],
     ['runAt without zone', { kind: 'k', runAt: '2030-01-01T00:00:00' }, /^runAt must be an ISO 8601/],
     ['idempotencyKey too long', { kind: 'k', idempotencyKey: 'x'.repeat(256) }, /^idempotencyKey must be a string of 1-255/],
+    ['group bad characters', { kind: 'k', group: 'a b' }, /^group must be 1-128 characters/],
+    ['group empty', { kind: 'k', group: '' }, /^group must be 1-128/],
+    ['17 tags', { kind: 'k', tags: Array.from({ length: 17 }, (_, i) => `t${i}`) }, /^tags must be a list of at most 16 tags/],
+    ['a bad tag', { kind: 'k', tags: ['ok', 'not ok'] }, /^tags\[1\] must be a list of at most 16 tags, each 1-128/],
+    ['timeoutMs 0', { kind: 'k', timeoutMs: 0 }, /^timeoutMs must be an integer number of milliseconds from 1 to 86400000/],
+    ['timeoutMs over a day', { kind: 'k', timeoutMs: 86_400_001 }, /^timeoutMs must be/],
+    ['timeoutMs fractional', { kind: 'k', timeoutMs: 1.5 }, /^timeoutMs must be/],
+    ['expireAt not a date', { kind: 'k', expireAt: 'soon' }, /^expireAt must be an ISO 8601 date-time/],
     ['unknown field', { kind: 'k', max_attempts: 3 }, /^body field "max_attempts" is not allowed/],
     ['not an object', [1, 2], /^the body must be a JSON object/],
   ];

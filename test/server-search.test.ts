@@ -50,6 +50,10 @@ async function jobsIn(queue: string, statuses: string[], payload: (i: number) =>
   return made.map((m) => m.job.id);
 }
 
+const statuses = ['queued', 'running', 'succeeded', 'failed', 'cancelled'];
+const statusOf = async () =>
+  Object.fromEntries((await s.db.pool.query('SELECT id::int, status FROM herald.jobs ORDER BY id')).rows.map((r) => [r.id, r.status]));
+
 describe('GET /api/jobs search', () => {
   it('filters by payload containment, given as JSON', async () => {
     await s.queue.enqueueMany([
@@ -63,6 +67,25 @@ describe('GET /api/jobs search', () => {
     expect(await ids({ payload: '{"tags":["b"]}' })).toEqual([1]);
     expect(await ids({ payload: '[2]' })).toEqual([4]);
     expect(await ids({ payload: '{"user":"42"}' })).toEqual([]);
+  });
+
+  it('filters by group and by tag', async () => {
+    await s.queue.enqueueMany([
+      { kind: 'k', group: 'acme', tags: ['vip', 'eu'] },
+      { kind: 'k', group: 'globex', tags: ['eu'] },
+      { kind: 'k', tags: ['vip'] },
+      { kind: 'k', group: 'acme' },
+    ]);
+    expect(await ids({ group: 'acme' })).toEqual([4, 1]);
+    expect(await ids({ tag: 'vip' })).toEqual([3, 1]);
+    expect(await ids({ tag: 'eu', group: 'globex' })).toEqual([2]);
+    expect(await ids({ tag: 'v' })).toEqual([]);
+    // Bulk actions take them too.
+    expect((await bulk({ action: 'cancel', filter: { status: 'queued', tag: 'vip' } })).json()).toEqual({ matched: 2, affected: 2 });
+    expect(await statusOf()).toEqual({ 1: 'cancelled', 2: 'queued', 3: 'cancelled', 4: 'queued' });
+    const bad = await s.app.inject({ method: 'GET', url: '/api/jobs?tag=a%20b', headers: VIEWER });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().message).toMatch(/^tag must be 1-128/);
   });
 
   it('filters by a case-insensitive substring of the last error, % and _ taken literally', async () => {
@@ -131,10 +154,6 @@ describe('GET /api/jobs search', () => {
     }
   });
 });
-
-const statuses = ['queued', 'running', 'succeeded', 'failed', 'cancelled'];
-const statusOf = async () =>
-  Object.fromEntries((await s.db.pool.query('SELECT id::int, status FROM herald.jobs ORDER BY id')).rows.map((r) => [r.id, r.status]));
 
 describe('POST /api/jobs/bulk', () => {
   it('retry touches failed and cancelled jobs only, and counts the rest as matched', async () => {

@@ -12,6 +12,11 @@ export interface EnqueueRecord {
   max_attempts: number;
   requires: string[];
   idempotency_key: string | null;
+  group: string | null;
+  tags: string[];
+  timeout_ms: number | null;
+  /** ISO time, or null. */
+  expire_at: string | null;
 }
 
 // Many jobs in one statement, from one JSON array (JSON.stringify of EnqueueRecord[]). Rows are
@@ -24,11 +29,15 @@ WITH input AS (
   SELECT * FROM ROWS FROM (
     jsonb_to_recordset($1::jsonb) AS (
       kind text, queue text, payload jsonb, priority int, run_at timestamptz,
-      max_attempts int, requires text[], idempotency_key text)
-  ) WITH ORDINALITY AS x(kind, queue, payload, priority, run_at, max_attempts, requires, idempotency_key, ord)
+      max_attempts int, requires text[], idempotency_key text,
+      "group" text, tags text[], timeout_ms int, expire_at timestamptz)
+  ) WITH ORDINALITY AS x(kind, queue, payload, priority, run_at, max_attempts, requires, idempotency_key,
+                         "group", tags, timeout_ms, expire_at, ord)
 )
-INSERT INTO herald.jobs (kind, queue, payload, priority, available_at, max_attempts, requires, idempotency_key)
-SELECT kind, queue, coalesce(payload, '{}'::jsonb), priority, coalesce(run_at, now()), max_attempts, requires, idempotency_key
+INSERT INTO herald.jobs (kind, queue, payload, priority, available_at, max_attempts, requires, idempotency_key,
+                         "group", tags, timeout_ms, expire_at)
+SELECT kind, queue, coalesce(payload, '{}'::jsonb), priority, coalesce(run_at, now()), max_attempts, requires, idempotency_key,
+       "group", tags, timeout_ms, expire_at
 FROM input
 ORDER BY ord
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING

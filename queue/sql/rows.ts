@@ -26,6 +26,12 @@ export interface JobRow {
   result: unknown;
   last_error: Job['lastError'];
   cancel_requested_at: Date | null;
+  group: string | null;
+  tags: string[];
+  timeout_ms: number | null;
+  expire_at: Date | null;
+  /** Only from statements that compute why a queued job waits. */
+  waiting_for?: Job['waitingFor'];
 }
 
 /** A row of herald.job_events as the feed reads it (tx as text: xid8 has no JS type). */

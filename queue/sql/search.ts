@@ -17,7 +17,9 @@ const JOB_FILTER = `
   AND ($4::jsonb IS NULL OR j.payload @> $4)
   AND ($5::text IS NULL OR j.last_error->>'message' ILIKE $5)
   AND ($6::timestamptz IS NULL OR j.created_at >= $6)
-  AND ($7::timestamptz IS NULL OR j.created_at <= $7)`;
+  AND ($7::timestamptz IS NULL OR j.created_at <= $7)
+  AND ($8::text IS NULL OR j."group" = $8)
+  AND ($9::text IS NULL OR j.tags @> ARRAY[$9::text])`;
 
 /** The filter's parameters, in JOB_FILTER's order: payload as JSON text, error as an ILIKE pattern, times as ISO. */
 export type FilterParams = [
@@ -28,8 +30,10 @@ export type FilterParams = [
   errorPattern: string | null,
   createdAfter: string | null,
   createdBefore: string | null,
+  group: string | null,
+  tag: string | null,
 ];
-const FILTER_PARAMS = 7;
+const FILTER_PARAMS = 9;
 const p = (n: number) => `$${FILTER_PARAMS + n}`;
 
 const unprepared = { prepare: false } as const;

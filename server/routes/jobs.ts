@@ -26,8 +26,8 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
         tags: ['jobs'],
         summary: 'List and search jobs, newest first',
         description:
-          'Page with ?before=<the `next` of the previous page>; `next` is null on the last page. A search by payload, error or ' +
-          'time range looks at the newest 100,000 jobs (of all queues) below the cursor; when that window ends before ' +
+          'Page with ?before=<the `next` of the previous page>; `next` is null on the last page. A search by group, tag, payload, ' +
+          'error or time range looks at the newest 100,000 jobs (of all queues) below the cursor; when that window ends before ' +
           'the page fills, `searched` says how many jobs were looked at and `next` continues below them.',
         querystring: listQuery,
         response: {

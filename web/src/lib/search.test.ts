@@ -4,7 +4,8 @@ import { bulkQuestion, filterFromQuery, isoToLocal, isSearch, localToIso } from 
 describe('jobs search filters', () => {
   it('reads every filter from the URL query, empty when absent', () => {
     const f = filterFromQuery({ queue: 'billing', payload: '{"customer":42}', limit: '25' });
-    expect(f).toEqual({ queue: 'billing', status: '', kind: '', payload: '{"customer":42}', error: '', createdAfter: '', createdBefore: '' });
+    expect(f).toEqual({ queue: 'billing', status: '', kind: '', group: '', tag: '', payload: '{"customer":42}', error: '', createdAfter: '', createdBefore: '' });
+    expect(isSearch(filterFromQuery({ tag: 'vip' }))).toBe(true);
     expect(isSearch(f)).toBe(true);
     expect(isSearch(filterFromQuery({ queue: 'billing', status: 'failed' }))).toBe(false);
   });

@@ -4,7 +4,7 @@
 import type { JobFilter } from './types';
 
 /** The filters a stream event cannot be judged by (it carries no payload or error text). */
-export const SEARCH_KEYS = ['payload', 'error', 'createdAfter', 'createdBefore'] as const;
+export const SEARCH_KEYS = ['group', 'tag', 'payload', 'error', 'createdAfter', 'createdBefore'] as const;
 export const FILTER_KEYS = ['queue', 'status', 'kind', ...SEARCH_KEYS] as const;
 
 export function filterFromQuery(query: Record<string, string>): JobFilter {
@@ -37,7 +37,7 @@ export function bulkQuestion(action: string, matched: number, f: JobFilter): str
   const n = matched.toLocaleString('en-US');
   const what = `${f.status ? `${f.status} ` : ''}job${matched === 1 ? '' : 's'}`;
   const where = f.queue ? ` in queue ${f.queue}` : '';
-  const more = [f.kind && `kind ${f.kind}`, f.payload && `payload ⊇ ${f.payload}`, f.error && `error ~ "${f.error}"`, f.createdAfter && `after ${f.createdAfter}`, f.createdBefore && `before ${f.createdBefore}`]
+  const more = [f.kind && `kind ${f.kind}`, f.group && `group ${f.group}`, f.tag && `tag ${f.tag}`, f.payload && `payload ⊇ ${f.payload}`, f.error && `error ~ "${f.error}"`, f.createdAfter && `after ${f.createdAfter}`, f.createdBefore && `before ${f.createdBefore}`]
     .filter(Boolean)
     .join(', ');
   return `${action} ${n} ${what}${where}${more ? ` (${more})` : ''}?`;

@@ -86,6 +86,8 @@ export interface JobFilter {
   status?: string;
   kind?: string;
   /** Search filters (see lib/search.ts): the server judges these; stream events cannot. */
+  group?: string;
+  tag?: string;
   payload?: string;
   error?: string;
   createdAfter?: string;
