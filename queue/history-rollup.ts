@@ -1,12 +1,11 @@
 // The queue-history rollup as a periodic task. Workers and servers all run it; the rollup's
 // advisory try-lock lets one of them work at a time and the others skip cheaply.
+import { DEFAULTS } from './defaults.ts';
 import { Every } from './every.ts';
 import type { Logger } from './log.ts';
 import type { Queue } from './queue.ts';
 
-export const HISTORY_EVERY_MS = 10_000;
-
-export function historyRollup(queue: Queue, log: Logger, everyMs = HISTORY_EVERY_MS): Every {
+export function historyRollup(queue: Queue, log: Logger, everyMs: number = DEFAULTS.historyEveryMs): Every {
   return new Every(everyMs, async () => {
     try {
       const n = await queue.rollupHistory();

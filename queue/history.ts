@@ -8,9 +8,6 @@ export const HISTORY_RANGES = {
 } as const;
 export type HistoryRange = keyof typeof HISTORY_RANGES;
 
-/** How long rollups are kept. */
-export const HISTORY_RETENTION_MS = 30 * 86_400_000;
-
 export interface HistoryBucket {
   at: string;
   enqueued: number;

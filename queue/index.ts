@@ -1,7 +1,7 @@
 // The public surface of Herald's core, for the server, the worker and in-process producers.
 export { Queue, toErrorInfo } from './queue.ts';
 export type { EnqueueInput, Enqueued, Lease, ClaimRequest, QueueCount, QueueOptions, ErrorInfo, Actor, JobPage, BulkResult, ListOptions } from './queue.ts';
-export { SEARCH_WINDOW, type JobFilter } from './search.ts';
+export type { JobFilter } from './search.ts';
 export { BULK_ACTIONS, type BulkAction } from './sql/search.ts';
 export type { Job, JobEvent, JobProgress } from './job.ts';
 export { HeraldError, ValidationError, NotFoundError, ConflictError } from './errors.ts';

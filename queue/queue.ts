@@ -14,8 +14,8 @@ import { completeJobs, failJobs, releaseJobs, renewLeases, reportProgress } from
 import { cancelJob, retryJob, setActor } from './sql/admin.ts';
 import { bulkStatements, countJobs, listJobs, windowFloor, type BulkAction } from './sql/search.ts';
 import { lockHistory, pruneHistory, readHistory, recordDepth, rollupEvents } from './sql/history.ts';
-import { HISTORY_RANGES, HISTORY_RETENTION_MS, rangeStart, toBuckets, type HistoryBucket, type HistoryRange } from './history.ts';
-import { filterValues, isSearch, SEARCH_WINDOW, type JobFilter } from './search.ts';
+import { HISTORY_RANGES, rangeStart, toBuckets, type HistoryBucket, type HistoryRange } from './history.ts';
+import { filterValues, isSearch, type JobFilter } from './search.ts';
 import { reapJobs } from './sql/reap.ts';
 import { deleteFinishedJobs } from './sql/cleanup.ts';
 import { feedHead, jobEvents, readFeed, readFeedFiltered } from './sql/feed.ts';
@@ -84,7 +84,10 @@ export interface Actor {
 export interface ListOptions {
   before?: string;
   limit?: number;
-  /** Jobs a search looks at per page (see SEARCH_WINDOW). */
+  /**
+   * Jobs a search looks at per page (DEFAULTS.searchWindow). A page that ends at the window says
+   * so, and its `next` continues below it, so every job stays reachable at a bounded cost.
+   */
   window?: number;
 }
 
@@ -420,9 +423,9 @@ export class Queue {
    * in transactions of at most `batchSize` jobs, so the event stream and vacuum never wait on
    * one long transaction. Jobs enqueued after the call began are not touched.
    */
-  async bulk(action: BulkAction, filter: JobFilter, opts: { actor?: Actor; batchSize?: number; onBatch?: (r: Required<BulkResult>) => void } = {}): Promise<Required<BulkResult>> {
+  async bulk(action: BulkAction, filter: JobFilter, opts: { actor?: Actor; batchSize?: number } = {}): Promise<Required<BulkResult>> {
     const values = filterValues(filter);
-    const batchSize = opts.batchSize ?? 1000;
+    const batchSize = opts.batchSize ?? DEFAULTS.bulkBatch;
     const total = { matched: 0, affected: 0 };
     let cursor: string | null = null;
     for (;;) {
@@ -431,7 +434,6 @@ export class Queue {
       );
       total.matched += r.matched;
       total.affected += r.affected;
-      opts.onBatch?.({ ...total });
       if (r.matched < batchSize || r.last === null) return total;
       cursor = r.last;
     }
@@ -469,7 +471,7 @@ export class Queue {
         const read = (await this.run(rollupEvents, [batchSize], c)).rows[0].n;
         if (read < batchSize) {
           await this.run(recordDepth, [], c);
-          await this.run(pruneHistory, [HISTORY_RETENTION_MS], c);
+          await this.run(pruneHistory, [DEFAULTS.historyRetentionMs], c);
         }
         return read;
       });
@@ -504,7 +506,7 @@ export class Queue {
    * short, `searched` says so and `next` continues below the window.
    */
   async list(q: JobFilter & ListOptions = {}): Promise<JobPage> {
-    const { before = null, limit = DEFAULTS.listLimit, window = SEARCH_WINDOW, ...f } = q;
+    const { before = null, limit = DEFAULTS.listLimit, window = DEFAULTS.searchWindow, ...f } = q;
     const values = filterValues(f);
     let floor: string | null = null;
     if (isSearch(f)) floor = (await this.run(windowFloor, [before, window])).rows[0]?.id ?? null;

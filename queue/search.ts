@@ -19,13 +19,6 @@ export interface JobFilter {
   tag?: string;
 }
 
-/**
- * How many of the newest jobs a search with a filter that no index serves (group, tag, payload,
- * error, time range) looks at per page, whatever its other filters. A page that ends at the window says so,
- * and its `next` continues below it, so every job stays reachable at a bounded cost.
- */
-export const SEARCH_WINDOW = 100_000;
-
 /** Filters that need the bounded window (no index serves them); queue, status and kind alone list as they always did. */
 export function isSearch(f: JobFilter): boolean {
   return (
