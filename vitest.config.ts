@@ -8,6 +8,8 @@ export default defineConfig({
     include: ['{queue,worker,server,web,test}/**/*.test.ts'],
     exclude: ['test/system/**', 'node_modules/**'],
     globalSetup: ['test/support/global-setup.ts'],
+    // A process warning (a listener leak, say) fails the test that caused it.
+    setupFiles: ['test/support/no-warnings.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',

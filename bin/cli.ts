@@ -7,6 +7,7 @@ import { migrate } from '../queue/migrate.ts';
 import { createLogger, type Logger } from '../queue/log.ts';
 import { Queue } from '../queue/queue.ts';
 import { DEFAULTS } from '../queue/defaults.ts';
+import { ProcessLife } from './process-life.ts';
 
 const csv = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
 const positiveInt = (v: string) => {
@@ -15,38 +16,9 @@ const positiveInt = (v: string) => {
   return n;
 };
 
-interface Stoppable {
-  stop(): Promise<void>;
-}
-
-/**
- * Runs until SIGINT/SIGTERM. The first signal stops the parts in order (worker drains, server
- * closes, then the embedded database stops) and exits 0; a second signal exits at once.
- */
-function runUntilSignal(log: Logger, parts: Stoppable[], db: Database): void {
-  let stopping = false;
-  const onSignal = async (signal: string) => {
-    if (stopping) {
-      log.warn({ signal }, 'second signal: exiting now');
-      process.exit(130);
-    }
-    stopping = true;
-    log.info({ signal }, 'shutting down');
-    try {
-      for (const p of parts) await p.stop();
-      await db.close();
-      process.exit(0);
-    } catch (err) {
-      log.error({ err }, 'shutdown failed');
-      process.exit(1);
-    }
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-}
-
-async function boot(config: HeraldConfig, log: Logger): Promise<Database> {
+async function boot(config: HeraldConfig, log: Logger, life: ProcessLife): Promise<Database> {
   const db = await openDatabase({ databaseUrl: config.databaseUrl, listenUrl: config.listenUrl, dataDir: config.dataDir, logger: log });
+  life.started('database', () => db.close());
   // Migrations hold a session advisory lock: run them on the direct session, not a pooler.
   await migrate(db.listenUrl);
   return db;
@@ -55,15 +27,17 @@ async function boot(config: HeraldConfig, log: Logger): Promise<Database> {
 async function main() {
   const config = loadConfig();
   const log = createLogger(config.logLevel, { stderr: process.argv[2] === 'enqueue', format: config.logFormat });
+  const life = new ProcessLife(log);
+  started = life;
   const program = new Command('herald').description('Herald: a PostgreSQL job queue').showHelpAfterError();
 
   program
     .command('migrate')
     .description('apply the migrations and exit')
     .action(async () => {
-      const db = await boot(config, log);
+      await boot(config, log, life);
       log.info('migrations applied');
-      await db.close();
+      await life.stop();
     });
 
   program
@@ -83,18 +57,15 @@ async function main() {
       } catch {
         throw new InvalidArgumentError(`payload is not valid JSON: ${payloadText}`);
       }
-      const db = await boot(config, log);
+      const db = await boot(config, log, life);
       const pool = createPool(db.url, { max: 1 });
-      try {
-        const { job } = await new Queue(pool).enqueue({
-          kind, payload, queue: opts.queue, priority: opts.priority, runAt: opts.runAt,
-          maxAttempts: opts.maxAttempts, idempotencyKey: opts.idempotencyKey,
-        });
-        process.stdout.write(`${JSON.stringify(job)}\n`);
-      } finally {
-        await pool.end();
-        await db.close();
-      }
+      life.started('pool', () => pool.end());
+      const { job } = await new Queue(pool).enqueue({
+        kind, payload, queue: opts.queue, priority: opts.priority, runAt: opts.runAt,
+        maxAttempts: opts.maxAttempts, idempotencyKey: opts.idempotencyKey,
+      });
+      process.stdout.write(`${JSON.stringify(job)}\n`);
+      await life.stop();
     });
 
   program
@@ -106,7 +77,7 @@ async function main() {
     .option('--capabilities <list>', 'tags this worker offers, for jobs that require them', csv)
     .action(async (opts) => {
       const { startWorker } = await import('../worker/index.ts');
-      const db = await boot(config, log);
+      const db = await boot(config, log, life);
       const worker = await startWorker({
         ...workerSettings(config),
         databaseUrl: db.url,
@@ -117,7 +88,7 @@ async function main() {
         capabilities: opts.capabilities ?? [],
         logger: log,
       });
-      runUntilSignal(log, [worker], db);
+      life.started('worker', () => worker.stop());
     });
 
   program
@@ -125,9 +96,9 @@ async function main() {
     .description('run the HTTP/SSE server')
     .action(async () => {
       const { startServer } = await import('../server/index.ts');
-      const db = await boot(config, log);
+      const db = await boot(config, log, life);
       const server = await startServer({ ...serverSettings(config), databaseUrl: db.url, listenUrl: db.listenUrl, logger: log });
-      runUntilSignal(log, [server], db);
+      life.started('server', () => server.stop());
     });
 
   program
@@ -140,8 +111,9 @@ async function main() {
         import('../server/board.ts'),
       ]);
       await ensureBoardBuilt(log);
-      const db = await boot(config, log);
+      const db = await boot(config, log, life);
       const server = await startServer({ ...serverSettings(config), databaseUrl: db.url, listenUrl: db.listenUrl, logger: log });
+      life.started('server', () => server.stop());
       const worker = await startWorker({
         ...workerSettings(config),
         databaseUrl: db.url,
@@ -151,8 +123,8 @@ async function main() {
         capabilities: [],
         logger: log,
       });
+      life.started('worker', () => worker.stop());
       log.info(`Herald is running: the board is at ${server.url}/`);
-      runUntilSignal(log, [worker, server], db);
     });
 
   await program.parseAsync(process.argv);
@@ -173,9 +145,11 @@ function serverSettings(c: HeraldConfig) {
   return { host: c.host, port: c.port, tokens: c.tokens };
 }
 
+// Set once the logger exists; until then nothing has been started that would need stopping.
+let started: ProcessLife | undefined;
+
 main().catch((err) => {
-  // One line a person can act on; the stack only at debug level.
+  if (started) return started.fail(err);
   process.stderr.write(`herald: ${err instanceof Error ? err.message : String(err)}\n`);
-  if (process.env.HERALD_LOG_LEVEL === 'debug' && err instanceof Error) process.stderr.write(`${err.stack}\n`);
   process.exit(1);
 });

@@ -17,8 +17,8 @@ export async function openDatabase(opts: { databaseUrl?: string; listenUrl?: str
   if (opts.databaseUrl) {
     return { url: opts.databaseUrl, listenUrl: opts.listenUrl ?? opts.databaseUrl, close: async () => {} };
   }
-  const embedded = await startEmbedded(opts.dataDir, { onLog: (line) => opts.logger?.trace({ postgres: line.trim() }) });
-  opts.logger?.info({ port: embedded.port, dataDir: embedded.dataDir, reused: embedded.reused }, 'embedded PostgreSQL ready');
+  const embedded = await startEmbedded(opts.dataDir);
+  opts.logger?.info({ port: embedded.port, dataDir: embedded.dataDir, logFile: embedded.logFile, reused: embedded.reused }, 'embedded PostgreSQL ready');
   return { url: embedded.url, listenUrl: embedded.url, embedded, close: () => embedded.stop() };
 }
 

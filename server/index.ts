@@ -113,10 +113,14 @@ export async function startServer(opts: ServerOptions): Promise<HeraldServer & {
     );
   }
   const server = await createServer(opts);
+  const wanted = opts.port ?? DEFAULTS.port;
   try {
-    await server.app.listen({ host, port: opts.port ?? DEFAULTS.port });
+    await server.app.listen({ host, port: wanted });
   } catch (err) {
     await server.stop();
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new Error(`port ${wanted} on ${host} is already in use: set PORT to a free port (PORT=${wanted + 1}), or PORT=0 for any free port`);
+    }
     throw err;
   }
   const { port } = server.app.server.address() as { port: number };

@@ -9,6 +9,12 @@ const STATUSES = ['queued', 'scheduled', 'running', 'succeeded', 'failed', 'canc
 export function createMetrics(queue: Queue, hub: EventHub): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  // prom-client also exports these three per-type sums as gauges named *_total, which the
+  // Prometheus naming rules reserve for counters (promtool rejects them). The labelled gauges
+  // (nodejs_active_handles{type} …) carry the same numbers: sum() them in PromQL.
+  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+    registry.removeSingleMetric(name);
+  }
 
   new Gauge({
     name: 'herald_jobs',
@@ -68,12 +74,14 @@ export function createMetrics(queue: Queue, hub: EventHub): Registry {
       this.set(hub.sessions.size);
     },
   });
-  new Gauge({
-    name: 'herald_sse_clients_dropped',
-    help: 'SSE clients disconnected for being too slow (they resume with Last-Event-ID), since start',
+  new Counter({
+    name: 'herald_sse_clients_dropped_total',
+    help: 'SSE clients disconnected for being too slow (they resume with Last-Event-ID)',
     registers: [registry],
     collect() {
-      this.set(hub.droppedClients);
+      // The hub keeps the count (it only grows); the counter reports it at scrape time.
+      this.reset();
+      this.inc(hub.droppedClients);
     },
   });
   new Gauge({

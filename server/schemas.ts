@@ -11,6 +11,8 @@ const name = (description: string) => ({ type: 'string', minLength: 1, maxLength
 const jobId = { type: 'string', pattern: '^[0-9]{1,19}$', description: 'a job id (digits)' };
 const nullable = (type: string, extra: object = {}) => ({ type: [type, 'null'], ...extra });
 const dateTime = { type: 'string', format: 'date-time' };
+/** A reply object: every property is always sent (null when empty), so the document says so. */
+const reply = <P extends Record<string, object>>(properties: P) => ({ type: 'object', required: Object.keys(properties), properties }) as const;
 
 export const MAX_BATCH = 1000;
 export const MAX_WAIT_MS = 60_000;
@@ -49,8 +51,7 @@ export const enqueueInput = {
 export const job = {
   $id: 'Job',
   title: 'Job',
-  type: 'object',
-  properties: {
+  ...reply({
     id: { type: 'string' },
     queue: { type: 'string' },
     kind: { type: 'string' },
@@ -82,15 +83,14 @@ export const job = {
       enum: [...WAITING_REASONS, null],
       description: 'why a queued job is held back: runAt ahead, queue paused, a limit reached, or no live worker takes it',
     },
-  },
+  }),
 } as const;
 
 /** A job_events row as the API shows it; the SSE `data:` has the same fields. */
 export const jobEvent = {
   $id: 'JobEvent',
   title: 'JobEvent',
-  type: 'object',
-  properties: {
+  ...reply({
     eventId: { type: 'string' },
     jobId: { type: 'string' },
     queue: { type: 'string' },
@@ -101,18 +101,17 @@ export const jobEvent = {
     worker: nullable('string'),
     at: dateTime,
     data: {},
-  },
+  }),
 } as const;
 
 export const error = {
   $id: 'Error',
   title: 'Error',
-  type: 'object',
-  properties: {
+  ...reply({
     statusCode: { type: 'integer' },
     error: { type: 'string' },
     message: { type: 'string' },
-  },
+  }),
 } as const;
 
 /** Shared schemas, registered once with app.addSchema. */
@@ -194,6 +193,7 @@ export const bulkBody = {
 
 export const bulkResult = {
   type: 'object',
+  required: ['matched'],
   properties: {
     matched: { type: 'integer', description: 'jobs the filter matched, in any status' },
     affected: { type: 'integer', description: 'jobs the action changed (absent on a dry run)' },
@@ -231,83 +231,67 @@ export const statsQuery = {
   properties: { range: { type: 'string', enum: STATS_RANGES, default: '1h', description: '1h: 1-minute buckets; 24h: 15 minutes; 7d: 1 hour' } },
 } as const;
 
-export const queueStats = {
-  type: 'object',
-  properties: {
-    buckets: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: {
-          at: dateTime,
-          enqueued: { type: 'integer' },
-          started: { type: 'integer' },
-          succeeded: { type: 'integer' },
-          failed: { type: 'integer' },
-          waitP50Ms: nullable('number'),
-          waitP95Ms: nullable('number'),
-          depth: nullable('integer', { description: 'queued jobs at the end of the bucket; null when no rollup ran then' }),
-        },
-      },
-    },
+export const queueStats = reply({
+  buckets: {
+    type: 'array',
+    items: reply({
+      at: dateTime,
+      enqueued: { type: 'integer' },
+      started: { type: 'integer' },
+      succeeded: { type: 'integer' },
+      failed: { type: 'integer' },
+      waitP50Ms: nullable('number'),
+      waitP95Ms: nullable('number'),
+      depth: nullable('integer', { description: 'queued jobs at the end of the bucket; null when no rollup ran then' }),
+    }),
   },
-} as const;
+});
 
-export const queueCounts = {
-  type: 'object',
-  properties: {
-    queues: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: Object.fromEntries(
-          ['queue', 'queued', 'scheduled', 'running', 'succeeded', 'failed', 'cancelled'].map((k) => [
-            k,
-            { type: k === 'queue' ? 'string' : 'integer' },
-          ]),
-        ),
-      },
-    },
+export const queueCounts = reply({
+  queues: {
+    type: 'array',
+    items: reply(
+      Object.fromEntries(
+        ['queue', 'queued', 'scheduled', 'running', 'succeeded', 'failed', 'cancelled'].map((k) => [k, { type: k === 'queue' ? 'string' : 'integer' }]),
+      ),
+    ),
   },
-} as const;
+});
 
-export const workers = {
-  type: 'object',
-  properties: {
-    workers: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: {
-          worker: { type: 'string' },
-          running: { type: 'integer' },
-          since: dateTime,
-          jobs: { type: 'array', items: { type: 'string' } },
-        },
-      },
-    },
+export const workers = reply({
+  workers: {
+    type: 'array',
+    items: reply({
+      worker: { type: 'string' },
+      running: { type: 'integer' },
+      since: dateTime,
+      jobs: { type: 'array', items: { type: 'string' } },
+    }),
   },
-} as const;
+});
 
-export const health = {
-  type: 'object',
-  properties: {
-    ok: { type: 'boolean' },
-    db: { type: 'string', enum: ['up', 'down'] },
-    listener: { type: 'string', enum: ['up', 'down', 'polling', 'connecting'] },
-    streamLagMs: nullable('number'),
-    tables: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: {
-          name: { type: 'string' },
-          liveTuples: { type: 'number' },
-          deadTuples: { type: 'number' },
-          lastAutovacuum: nullable('string', { format: 'date-time' }),
-          lastVacuum: nullable('string', { format: 'date-time' }),
-        },
-      },
-    },
-  },
+export const batchReply = reply({ jobs: { type: 'array', items: jobRef } });
+const page = reply({ jobs: { type: 'array', items: jobRef }, next: nullable('string') });
+/** A page of jobs; `searched` only when a search window cut it short (see GET /api/jobs). */
+export const jobPage = {
+  ...page,
+  properties: { ...page.properties, searched: { type: 'integer', description: 'present when the search window cut this page short: jobs looked at' } },
 } as const;
+export const jobEvents = reply({ events: { type: 'array', items: ref('JobEvent') } });
+
+export const health = reply({
+  ok: { type: 'boolean' },
+  db: { type: 'string', enum: ['up', 'down'] },
+  listener: { type: 'string', enum: ['up', 'down', 'polling', 'connecting'] },
+  streamLagMs: nullable('number'),
+  tables: {
+    type: 'array',
+    items: reply({
+      name: { type: 'string' },
+      liveTuples: { type: 'number' },
+      deadTuples: { type: 'number' },
+      lastAutovacuum: nullable('string', { format: 'date-time' }),
+      lastVacuum: nullable('string', { format: 'date-time' }),
+    }),
+  },
+});

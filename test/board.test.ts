@@ -1,7 +1,9 @@
 // The board in a real browser (issue 5): headless Debian Chromium driven by playwright-core,
 // against a real `herald server` and a real `herald worker` (built-in demo tasks) on this file's
 // own database. Everything is awaited on what the screen shows (data-testid, data-status,
-// data-percent); nothing sleeps to wait for a state, and nothing asserts a duration.
+// data-percent); nothing sleeps to wait for a state, and nothing asserts a duration. A job the
+// test must see running or mid-way is a `gated` job (test/support/gates.ts): it waits at each
+// step until the test opens it, so no test hopes that a timed job outlasts its own steps.
 //
 // Artifacts: test-artifacts/board-*.png (ignored by git). The README's screenshots come from the
 // last test alone, after a longer run of demo traffic, so that only the demo queues show:
@@ -15,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
 import { ensureFreshBoard, launchChromium } from './support/board.ts';
 import { spawnHerald, type HeraldProcess } from './support/herald-process.ts';
+import { GATED_TASKS_DIR, Gates } from './support/gates.ts';
 import { startServer, waitUntil } from './system/support.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -27,6 +30,7 @@ let db: TestDatabase;
 let server: { proc: HeraldProcess; url: string };
 let worker: HeraldProcess;
 let browser: Browser;
+let gates: Gates;
 /** A second server on the same database, with HERALD_TOKENS set. */
 let secured: { proc: HeraldProcess; url: string };
 const TOKENS = 'viewer:viewer-secret,admin:admin-secret';
@@ -147,12 +151,13 @@ function expectCleanTab(tab: Tab) {
 beforeAll(async () => {
   await ensureFreshBoard();
   db = await createTestDatabase();
+  gates = await Gates.start();
   const env = { DATABASE_URL: db.url, HERALD_LOG_LEVEL: 'info' };
   [server, secured, worker, browser] = await Promise.all([
     startServer(env),
     startServer({ ...env, HERALD_TOKENS: TOKENS }),
     (async () => {
-      const w = spawnHerald(['worker', '--concurrency', '20'], env);
+      const w = spawnHerald(['worker', '--concurrency', '20', '--tasks', GATED_TASKS_DIR], env);
       await w.waitForMessage(/^worker started$/, 60_000);
       return w;
     })(),
@@ -163,6 +168,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await Promise.all([server?.proc.dispose(), secured?.proc.dispose(), worker?.dispose()]);
+  await gates?.close();
   await db?.drop();
 });
 
@@ -238,16 +244,20 @@ describe('the board in Chromium', () => {
   });
 
   it("moves a progress job's bar as the job reports progress", async () => {
-    const job = await enqueue({ kind: 'progress', queue: 'board', payload: { steps: 10, stepMs: 500 } });
+    const gate = gates.create();
+    const job = await enqueue({ kind: 'gated', queue: 'board', payload: { gate: gate.url, steps: 4 } });
     const tab = await openTab(server.url, `#/jobs/${job.id}`);
     const { page } = tab;
-    const first = await percentWhere(page, 0, 100);
-    const later = await percentWhere(page, first, 101);
-    expect(later).toBeGreaterThan(first);
+    await jobStatus(page, 'running');
+    gate.open(1);
+    expect(await percentWhere(page, 0, 100)).toBe(25);
+    gate.open(3);
+    expect(await percentWhere(page, 50, 100)).toBe(75);
+    gate.open();
     await jobStatus(page, 'succeeded');
     await page.waitForSelector(`${tid('job-progress')}[data-percent="100"]`);
     const types = await page.$$eval(tid('timeline-event'), (els) => els.map((e) => e.getAttribute('data-type')));
-    expect(types.filter((t) => t === 'progress').length).toBe(10);
+    expect(types.filter((t) => t === 'progress').length).toBe(4);
     await shot(page, 'board-job.png', { fullPage: true });
     expectCleanTab(tab);
     await tab.close();
@@ -297,8 +307,9 @@ describe('the board in Chromium', () => {
     await tab.close();
   });
 
-  it('cancels a running sleep from its page', async () => {
-    const job = await enqueue({ kind: 'sleep', queue: 'board', payload: { ms: 30_000 } });
+  it('cancels a running job from its page', async () => {
+    // Never opened: the job runs until the cancel aborts its wait.
+    const job = await enqueue({ kind: 'gated', queue: 'board', payload: { gate: gates.create().url } });
     const tab = await openTab(server.url, `#/jobs/${job.id}`);
     const { page } = tab;
     await jobStatus(page, 'running');
@@ -346,14 +357,17 @@ describe('the board in Chromium', () => {
 
   it('shows reconnecting while the server is down, then live, and catches up on every event', async () => {
     const port = new URL(server.url).port;
-    // A job that runs through the outage: it starts now and ends while the server is down.
-    const spanning = await enqueue({ kind: 'progress', queue: 'outage', payload: { steps: 8, stepMs: 400 } });
+    // A job that runs through the outage: it starts now, and the test lets it finish while the
+    // server is down.
+    const gate = gates.create();
+    const spanning = await enqueue({ kind: 'gated', queue: 'outage', payload: { gate: gate.url, steps: 4 } });
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const detail = await openTab(server.url, `#/jobs/${spanning.id}`, context);
     const table = await openTab(server.url, '#/jobs', context);
     await Promise.all([streamState(detail.page, 'live'), streamState(table.page, 'live')]);
     await jobStatus(detail.page, 'running');
-    await percentWhere(detail.page, 0, 101);
+    gate.open(1);
+    await percentWhere(detail.page, 0, 100);
 
     // Stop the server. The worker keeps running jobs; they go straight to the database.
     server.proc.kill('SIGTERM');
@@ -375,6 +389,7 @@ describe('the board in Chromium', () => {
       const { job } = await db.queue.enqueue({ queue: 'outage', ...input });
       during.push(job.id);
     }
+    gate.open();
     const finals = new Map<string, string>();
     await waitUntil(
       async () => {
@@ -478,6 +493,9 @@ describe('the board in Chromium', () => {
       x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
       return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
     };
+    // Two jobs held running for the whole test, so that "running" is on screen whatever the load.
+    const held = [gates.create(), gates.create()];
+    for (const [i, gate] of held.entries()) await enqueue({ kind: 'gated', queue: queues[i], payload: { gate: gate.url } });
     const started = Date.now();
     const traffic = (async () => {
       while (!stop) {
@@ -512,8 +530,11 @@ describe('the board in Chromium', () => {
       expect(fs.statSync(file).size).toBeGreaterThan(10_000);
 
       // A job page mid-run, and the jobs table.
-      const job = await enqueue({ kind: 'progress', queue: 'reports', priority: 10, payload: { steps: 20, stepMs: 300 } });
+      const midway = gates.create();
+      held.push(midway);
+      const job = await enqueue({ kind: 'gated', queue: 'reports', priority: 10, payload: { gate: midway.url, steps: 20 } });
       await page.goto(`${server.url}/#/jobs/${job.id}`);
+      midway.open(12);
       await percentWhere(page, 40, 100);
       const jobShot = await shot(page, 'board-job-running.png');
       if (DOCS_SHOT) {
@@ -528,6 +549,7 @@ describe('the board in Chromium', () => {
       await shot(page, 'board-jobs.png');
     } finally {
       stop = true;
+      for (const gate of held) gate.open();
       await traffic;
     }
     expectCleanTab(tab);

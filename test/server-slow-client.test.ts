@@ -43,7 +43,7 @@ describe('slow clients', () => {
     expect(s.hub.droppedClients).toBe(1);
     await until(() => s.hub.sessions.size === 1);
     const metrics = await s.app.inject({ method: 'GET', url: '/metrics' });
-    expect(metrics.body).toMatch(/herald_sse_clients_dropped 1/);
+    expect(metrics.body).toMatch(/herald_sse_clients_dropped_total 1/);
     expect(metrics.body).toMatch(/herald_sse_clients 1/);
 
     // It reads what was written before the cut, then the stream ends.

@@ -1,6 +1,7 @@
 // The SSE stream over real HTTP: live start, replay, resume after many dropped connections
 // while workers run, filters, bad cursors, and two servers on one database. What a client
 // receives is checked against the job_events rows: same events, (tx, id) order, no gap, no repeat.
+import http from 'node:http';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createParser } from 'eventsource-parser';
 import { HeraldApiError, HeraldClient, type EventStream, type StreamEvent } from '../client/index.ts';
@@ -132,6 +133,25 @@ describe('live stream', () => {
     await stream.close();
   });
 
+  it('gives every time in event data as ISO 8601 UTC with a Z, like `at`', async () => {
+    const stream = await openStream(`${s.url}/api/events`);
+    const runAt = new Date(Date.now() - 1000).toISOString();
+    const { job } = await db.queue.enqueue({ kind: 'times', runAt, maxAttempts: 2 });
+    const [lease] = await db.queue.claim({ worker: 'w', limit: 1, leaseMs: 60_000 });
+    await db.queue.fail('w', [{ id: lease!.id, attempt: lease!.attempt, error: new Error('again') }]);
+    await until(() => stream.messages.length === 3);
+    const byType: Record<string, { at: string; data: Record<string, string> }> = Object.fromEntries(
+      stream.messages.map((m) => [m.json!.type as string, m.json as { at: string; data: Record<string, string> }]),
+    );
+    const iso = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+    for (const e of Object.values(byType)) expect(e.at).toMatch(iso);
+    expect(byType.enqueued.data.runAt).toBe(runAt);
+    expect(byType.claimed.data.leaseExpiresAt).toMatch(iso);
+    expect(byType.retry_scheduled.data.runAt).toMatch(iso);
+    expect(byType.retry_scheduled.data.runAt).toBe((await db.queue.get(job.id))!.runAt);
+    await stream.close();
+  });
+
   it('replays from 0, then goes on live', async () => {
     const first = await db.queue.enqueueMany(Array.from({ length: 30 }, () => ({ kind: 'k' })));
     const { events, done } = collect(client.events({ lastEventId: '0' }));
@@ -143,6 +163,24 @@ describe('live stream', () => {
     expect(events[30].kind).toBe('live');
     open.pop()!.close();
     await done;
+  });
+
+  it('replays pages far larger than the socket buffer to a client that reads late, without piling up drain listeners', async () => {
+    // 2,500 events of ~1 kB: each replay page is ~60 socket buffers. Writing a page without
+    // waiting for 'drain' queued one listener per write (MaxListenersExceededWarning), which
+    // test/support/no-warnings.ts turns into a failure of this test.
+    await db.queue.enqueueMany(Array.from({ length: 2500 }, (_, i) => ({ kind: 'k', payload: { i, pad: 'x'.repeat(900) } })));
+    const seen: string[] = [];
+    const parser = createParser({ onEvent: (m) => m.data && seen.push(JSON.parse(m.data).eventId) });
+    const res = await new Promise<http.IncomingMessage>((resolve) => http.get(`${s.url}/api/events?lastEventId=0`, resolve));
+    res.pause();
+    await until(() => s.hub.sessions.size > 0);
+    res.on('data', (chunk: Buffer) => parser.feed(chunk.toString('utf8')));
+    res.resume();
+    await until(() => seen.length === 2500);
+    expect(seen).toEqual((await rows()).map((r) => r.id));
+    res.destroy();
+    await until(() => s.hub.sessions.size === 0);
   });
 
   it('resumes a live-only client from where it began, even before its first event', async () => {

@@ -2,8 +2,10 @@
 // the core's claim/complete/fail, and a raw SSE reader.
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { pino } from 'pino';
+import { afterEach, expect } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
-import { createServer, startServer, type HeraldServer, type ServerOptions } from '../server/index.ts';
+import { checkRepliesAgainstDocument } from './support/openapi-contract.ts';
+import { createServer, type HeraldServer, type ServerOptions } from '../server/index.ts';
 import type { Queue } from '../queue/queue.ts';
 
 export const TOKENS = { viewer: 'v-token', producer: 'p-token', admin: 'a-token' } as const;
@@ -19,13 +21,29 @@ export interface TestServer extends HeraldServer {
   close(): Promise<void>;
 }
 
-/** A server on its own database; `listen` puts it on a free loopback port. */
+/** Replies of test servers that contradict the OpenAPI document; each test expects none. */
+const contractProblems: string[] = [];
+afterEach(() => {
+  expect(contractProblems.splice(0), 'replies that contradict /api/openapi.json').toEqual([]);
+});
+
+/**
+ * A server on its own database; `listen` puts it on a free loopback port. Its replies are
+ * checked against its OpenAPI document (test/support/openapi-contract.ts).
+ */
 export async function testServer(opts: Partial<ServerOptions> & { listen?: boolean; db?: TestDatabase } = {}): Promise<TestServer> {
   const db = opts.db ?? (await createTestDatabase());
   const options: ServerOptions = { databaseUrl: db.url, logger: testLogger(), safetyMs: 100, ...opts };
-  const server = opts.listen ? await startServer({ ...options, port: 0 }) : { ...(await createServer(options)), url: '' };
+  const server = await createServer(options);
+  checkRepliesAgainstDocument(server.app, contractProblems);
+  let url = '';
+  if (opts.listen) {
+    await server.app.listen({ host: '127.0.0.1', port: 0 });
+    url = `http://127.0.0.1:${(server.app.server.address() as { port: number }).port}`;
+  }
   return {
     ...server,
+    url,
     db,
     async close() {
       await server.stop();

@@ -1,11 +1,14 @@
 // `herald start`, as a user runs it: embedded PostgreSQL in a fresh data dir (DATABASE_URL
 // unset), migrations, the board, the server on PORT=0 and a worker. A job sent over HTTP runs
-// to success; SIGTERM shuts it all down with exit code 0.
+// to success; SIGTERM shuts it all down with exit code 0. A start that fails stops what it started.
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { spawnHerald, type HeraldProcess } from './support/herald-process.ts';
+import { startEmbedded } from '../queue/embedded.ts';
+import { spawnCommand, spawnHerald, type HeraldProcess } from './support/herald-process.ts';
 
 let proc: HeraldProcess | undefined;
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-start-'));
@@ -47,3 +50,66 @@ describe('herald start', () => {
     expect(code).toBe(0);
   });
 });
+
+describe('herald start that cannot start', () => {
+  it('with its port taken: exits non-zero saying how to pick another, and stops the PostgreSQL it started', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const { port } = blocker.address() as net.AddressInfo;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-port-'));
+    fs.chmodSync(dir, 0o755);
+    try {
+      const failed = spawnCommand(['npm', 'start'], { PORT: String(port), HERALD_DATA_DIR: dir, DATABASE_URL: undefined, HERALD_LISTEN_URL: undefined, HERALD_TOKENS: undefined, HOST: undefined });
+      const ready = failed.waitForMessage(/^embedded PostgreSQL ready$/, 240_000);
+      const { code } = await failed.exited;
+      expect(code).not.toBe(0);
+      // It did start PostgreSQL, so the test below is not vacuous.
+      const { port: pgPort } = await ready;
+      expect(pgPort).toEqual(expect.any(Number));
+      const message = failed.lines.find((l) => typeof l.msg === 'string' && l.msg.startsWith('herald: '))?.msg;
+      expect(message).toBe(`herald: port ${port} on 127.0.0.1 is already in use: set PORT to a free port (PORT=${port + 1}), or PORT=0 for any free port`);
+      // No postmaster left: the pid file is gone (clean shutdown), or names a dead process.
+      const pidFile = path.join(dir, 'pgdata', 'postmaster.pid');
+      if (fs.existsSync(pidFile)) expect(alive(Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]))).toBe(false);
+    } finally {
+      blocker.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('herald migrate that fails', () => {
+  it('exits 1 with the reason and stops the PostgreSQL it started', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-migrate-'));
+    fs.chmodSync(dir, 0o755);
+    try {
+      // A database that already holds a schema `herald` of its own: the first migration cannot apply.
+      const pgc = await startEmbedded(dir);
+      const client = new pg.Client({ connectionString: pgc.url });
+      await client.connect();
+      await client.query('CREATE SCHEMA herald; CREATE TABLE herald.jobs (mine int)');
+      await client.end();
+      await pgc.stop();
+
+      const failed = spawnHerald(['migrate'], { HERALD_DATA_DIR: dir, DATABASE_URL: undefined, HERALD_LISTEN_URL: undefined });
+      const ready = failed.waitForMessage(/^embedded PostgreSQL ready$/);
+      const { code } = await failed.exited;
+      expect(code).toBe(1);
+      expect((await ready).reused).toBe(false);
+      expect(failed.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('herald: '))).toHaveLength(1);
+      const pidFile = path.join(dir, 'pgdata', 'postmaster.pid');
+      if (fs.existsSync(pidFile)) expect(alive(Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]))).toBe(false);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,5 +1,6 @@
-// Task handlers: the built-in demo tasks plus files KIND.ts / KIND.js from --tasks DIR, each
-// default-exporting `async (payload, ctx) => result`. All are loaded at start, so the worker
+// Task handlers: the built-in demo tasks plus files KIND.ts / KIND.js (.mts, .cts, .mjs, .cjs)
+// from --tasks DIR, each exporting `async (payload, ctx) => result` as its default export (ESM)
+// or as module.exports (CommonJS). All are loaded at start, so the worker
 // knows its kinds up front and claims only those (see worker.ts on unknown kinds).
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -21,7 +22,7 @@ export interface TaskContext {
 export type Task = (payload: any, ctx: TaskContext) => unknown;
 
 const KIND = /^[A-Za-z0-9_.:-]{1,128}$/;
-const TASK_FILE = /^(.+)\.(ts|js|mts|mjs)$/;
+const TASK_FILE = /^(.+)\.([mc]?[jt]s)$/;
 // Type declarations and tests that sit beside tasks are not tasks.
 const NOT_A_TASK = /\.(d|test|spec)\.[mc]?[jt]s$/;
 
@@ -42,13 +43,38 @@ export async function loadTaskDir(dir: string): Promise<Map<string, Task>> {
     const file = path.join(abs, name);
     if (!KIND.test(kind)) throw new Error(`task file ${file}: "${kind}" is not a valid kind (1-128 of [A-Za-z0-9_.:-])`);
     if (tasks.has(kind)) throw new Error(`tasks directory ${abs} has two files for kind "${kind}"`);
-    const mod = await import(pathToFileURL(file).href);
-    if (typeof mod.default !== 'function') {
-      throw new Error(`task file ${file} must default-export a function (payload, ctx) => result`);
-    }
-    tasks.set(kind, mod.default);
+    const task = taskOf(await importTask(file));
+    if (!task) throw new Error(`task file ${file} must default-export a function (payload, ctx) => result`);
+    tasks.set(kind, task);
   }
   return tasks;
+}
+
+async function importTask(file: string): Promise<{ default?: unknown }> {
+  try {
+    return await import(pathToFileURL(file).href);
+  } catch (err) {
+    const reason = String((err as Error).message ?? err).split('\n')[0];
+    throw new Error(`task file ${file} cannot load (${reason}): ${FIX[path.extname(file)] ?? 'check its syntax'}`);
+  }
+}
+
+// Node fixes the module system of these two by extension, whatever package.json says.
+const FIX: Record<string, string> = {
+  '.mjs': 'a .mjs file is an ES module; use `export default`, or rename it to .cjs to keep `module.exports`',
+  '.cjs': 'a .cjs file is CommonJS; use `module.exports =`, or rename it to .mjs to keep `export default`',
+};
+
+/**
+ * The handler: the default export, or module.exports of a CommonJS file. A file written with
+ * `export default` that Node loads as CommonJS (.ts/.js outside a "type": "module" package, or
+ * .cts) arrives compiled to CommonJS, its function one level down as `default.default`.
+ */
+function taskOf(mod: { default?: unknown }): Task | undefined {
+  const value = mod.default;
+  if (typeof value === 'function') return value as Task;
+  const inner = (value as { default?: unknown } | null)?.default;
+  return typeof inner === 'function' ? (inner as Task) : undefined;
 }
 
 /** Built-ins, then in-process tasks, then the directory; later ones override by kind. */

@@ -12,7 +12,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         title: 'Herald',
         description: 'A PostgreSQL job queue: enqueue, inspect, cancel and retry jobs; follow their events live.',
         version: '0.1.0',
+        license: { name: 'MIT', identifier: 'MIT' },
       },
+      // Relative: the document describes the server that serves it, wherever it is mounted.
+      servers: [{ url: '/', description: 'this Herald server' }],
       components: {
         securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'a token from HERALD_TOKENS' } },
       },
@@ -22,6 +25,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'events', description: 'The event stream' },
         { name: 'operations', description: 'Queues, workers, health and metrics' },
       ],
+    },
+    // Shared schemas keep their $id (Job, JobEvent, Error) as their component name.
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
   });
 }

@@ -4,7 +4,7 @@ import type { EnqueueInput } from '../../queue/queue.ts';
 import type { ServerContext } from '../context.ts';
 import { HttpError } from '../errors.ts';
 import { waitForEnd } from '../stream/wait.ts';
-import { batchBody, enqueueInput, enqueueQuery, errors, idempotencyHeaders, jobRef } from '../schemas.ts';
+import { batchBody, batchReply, enqueueInput, enqueueQuery, errors, idempotencyHeaders, jobRef } from '../schemas.ts';
 
 /** An abort signal for a held reply: the client went away, or the server is closing. */
 function holdSignal(reply: FastifyReply, closing: AbortSignal): AbortSignal {
@@ -20,6 +20,7 @@ export function enqueueRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'producer' },
       schema: {
         tags: ['jobs'],
+        operationId: 'enqueueJob',
         summary: 'Enqueue a job',
         description:
           'A reused idempotency key (the Idempotency-Key header or the idempotencyKey field) returns the job it made (200), ' +
@@ -32,7 +33,7 @@ export function enqueueRoutes(app: FastifyInstance, ctx: ServerContext): void {
           200: { ...jobRef, description: 'the job this idempotency key made before' },
           201: { ...jobRef, description: 'a new job' },
           202: { ...jobRef, description: 'the wait ran out; the job as it is now' },
-          ...errors(400, 401, 403, 409, 413, 503),
+          ...errors(400, 401, 403, 409, 413, 415, 503),
         },
       },
     },
@@ -59,12 +60,13 @@ export function enqueueRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'producer' },
       schema: {
         tags: ['jobs'],
+        operationId: 'enqueueJobs',
         summary: 'Enqueue up to 1000 jobs, all or nothing',
         description: 'One bad job rejects the whole batch with 400, naming its index; nothing is written.',
         body: batchBody,
         response: {
-          201: { type: 'object', properties: { jobs: { type: 'array', items: jobRef } } },
-          ...errors(400, 401, 403, 409, 413, 503),
+          201: { description: 'the new jobs, in the order sent', ...batchReply },
+          ...errors(400, 401, 403, 409, 413, 415, 503),
         },
       },
     },

@@ -15,6 +15,7 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'viewer', queryToken: true },
       schema: {
         tags: ['events'],
+        operationId: 'streamEvents',
         summary: 'Job events, live, over Server-Sent Events',
         description:
           'Each message: `event: job`, `id:` an opaque cursor, `data:` {eventId, jobId, queue, kind, type, status, attempt, worker, at, data}. ' +

@@ -2,7 +2,7 @@
 // process keeps running through an outage; the pool and the listener reconnect by themselves.
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.ts';
-import { health } from '../schemas.ts';
+import { errors, health } from '../schemas.ts';
 
 const DB_TIMEOUT_MS = 2_000;
 
@@ -20,8 +20,13 @@ export function healthRoutes(app: FastifyInstance, ctx: ServerContext): void {
     {
       schema: {
         tags: ['operations'],
+        operationId: 'getHealth',
         summary: 'Liveness of the database, the listener and the event stream; table bloat',
-        response: { 200: health, 503: health },
+        // For probes: no token, whatever HERALD_TOKENS says.
+        security: [],
+        // Like every route, it refuses parameters it does not know.
+        querystring: { type: 'object', additionalProperties: false, properties: {} },
+        response: { 200: { description: 'everything is up', ...health }, 503: { description: 'the database is unreachable', ...health }, ...errors(400) },
       },
     },
     async (request, reply) => {

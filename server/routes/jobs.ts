@@ -4,7 +4,7 @@ import { NotFoundError, ValidationError } from '../../queue/errors.ts';
 import type { JobFilter } from '../../queue/search.ts';
 import type { BulkAction } from '../../queue/sql/search.ts';
 import type { ServerContext } from '../context.ts';
-import { bulkBody, bulkResult, errors, idParams, jobRef, listQuery } from '../schemas.ts';
+import { bulkBody, bulkResult, errors, idParams, jobEvents, jobPage, jobRef, listQuery } from '../schemas.ts';
 
 const MAX_ID = 2n ** 63n - 1n;
 
@@ -24,6 +24,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'viewer' },
       schema: {
         tags: ['jobs'],
+        operationId: 'listJobs',
         summary: 'List and search jobs, newest first',
         description:
           'Page with ?before=<the `next` of the previous page>; `next` is null on the last page. A search by group, tag, payload, ' +
@@ -31,14 +32,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
           'the page fills, `searched` says how many jobs were looked at and `next` continues below them.',
         querystring: listQuery,
         response: {
-          200: {
-            type: 'object',
-            properties: {
-              jobs: { type: 'array', items: jobRef },
-              next: { type: ['string', 'null'] },
-              searched: { type: 'integer', description: 'present when the search window cut this page short' },
-            },
-          },
+          200: { description: 'a page of jobs', ...jobPage },
           ...errors(400, 401, 403),
         },
       },
@@ -56,13 +50,14 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'admin' },
       schema: {
         tags: ['jobs'],
+        operationId: 'bulkJobs',
         summary: 'Retry, cancel or delete every job a filter matches',
         description:
           'retry applies to failed and cancelled jobs, cancel to queued and running ones (running ones get cancelRequested), ' +
           'delete to succeeded, failed and cancelled ones, with their events. Jobs in other statuses count in `matched` and ' +
           'are left alone. The filter must name a queue or a status. Works in transactions of at most 1,000 jobs.',
         body: bulkBody,
-        response: { 200: bulkResult, ...errors(400, 401, 403) },
+        response: { 200: { description: '{matched} on a dry run, {matched, affected} otherwise', ...bulkResult }, ...errors(400, 401, 403) },
       },
     },
     async (request) => {
@@ -81,7 +76,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
     '/api/jobs/:id',
     {
       config: { role: 'viewer' },
-      schema: { ...byId, tags: ['jobs'], summary: 'One job', response: { 200: jobRef, ...errors(400, 401, 403, 404) } },
+      schema: { ...byId, tags: ['jobs'], operationId: 'getJob', summary: 'One job', response: { 200: jobRef, ...errors(400, 401, 403, 404) } },
     },
     async (request) => {
       const id = jobId(request.params);
@@ -98,9 +93,10 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
       schema: {
         ...byId,
         tags: ['jobs'],
+        operationId: 'listJobEvents',
         summary: "A job's events, oldest first",
         response: {
-          200: { type: 'object', properties: { events: { type: 'array', items: { $ref: 'JobEvent#' } } } },
+          200: { description: "the job's events", ...jobEvents },
           ...errors(400, 401, 403, 404),
         },
       },
@@ -121,6 +117,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
       schema: {
         ...byId,
         tags: ['jobs'],
+        operationId: 'cancelJob',
         summary: 'Cancel a job',
         description: 'A queued job becomes cancelled; a running one gets cancelRequested and its handler is signalled. A finished one: 409.',
         response: { 200: jobRef, ...errors(400, 401, 403, 404, 409) },
@@ -136,6 +133,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
       schema: {
         ...byId,
         tags: ['jobs'],
+        operationId: 'retryJob',
         summary: 'Retry a failed or cancelled job',
         description: 'The job is queued again with at least one more attempt. Any other status: 409.',
         response: { 200: jobRef, ...errors(400, 401, 403, 404, 409) },

@@ -11,6 +11,7 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'viewer' },
       schema: {
         tags: ['operations'],
+        operationId: 'listQueues',
         summary: 'Job counts per queue (queued = runnable now, scheduled = runAt in the future)',
         response: { 200: queueCounts, ...errors(401, 403) },
       },
@@ -24,6 +25,7 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'viewer' },
       schema: {
         tags: ['operations'],
+        operationId: 'queueStats',
         summary: "A queue's history: enqueued, started, succeeded, failed, wait p50/p95 and depth over time",
         description:
           'range=1h gives 60 buckets of 1 minute, 24h 96 of 15 minutes, 7d 168 of 1 hour, oldest first, up to the current ' +
@@ -31,7 +33,7 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
           'gives empty buckets.',
         params: statsParams,
         querystring: statsQuery,
-        response: { 200: queueStats, ...errors(400, 401, 403) },
+        response: { 200: { description: "the queue's history, oldest bucket first", ...queueStats }, ...errors(400, 401, 403) },
       },
     },
     async (request) => {
@@ -47,6 +49,7 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
       config: { role: 'viewer' },
       schema: {
         tags: ['operations'],
+        operationId: 'listWorkers',
         summary: 'Workers holding jobs now: how many, since when, which',
         response: { 200: workers, ...errors(401, 403) },
       },

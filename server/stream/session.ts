@@ -96,21 +96,26 @@ export class StreamSession implements Subscriber, Flushable {
       const page = await queue.feed(from, REPLAY_PAGE, this.filter);
       if (this.closed) return;
       let reachedTarget = false;
-      this.reply.raw.cork();
-      for (const e of page) {
-        const m = toMessage(e);
-        if (compareMessage(m, end) > 0) {
-          reachedTarget = true;
-          break;
+      const raw = this.reply.raw;
+      // Write while the socket takes it, then wait for one 'drain': each write that meets a full
+      // buffer makes the library wait on 'drain' too, so writing on would pile up a listener per event.
+      for (let i = 0; i < page.length && !reachedTarget; ) {
+        raw.cork();
+        for (; i < page.length && !raw.writableNeedDrain; i++) {
+          const m = toMessage(page[i]!);
+          if (compareMessage(m, end) > 0) {
+            reachedTarget = true;
+            break;
+          }
+          this.send(m.sse);
+          last = m;
         }
-        this.send(m.sse);
-        last = m;
+        raw.uncork();
+        await this.drained();
+        if (this.closed || raw.destroyed) return;
       }
-      this.reply.raw.uncork();
       if (reachedTarget || page.length < REPLAY_PAGE) break;
       from = { tx: last.tx.toString(), id: last.id.toString() };
-      await this.drained();
-      if (this.closed) return;
     }
     // `last` is the later of the client's cursor and the last replayed event; live events at or
     // before it are skipped (only possible when the client's cursor is ahead of this tailer).
@@ -127,7 +132,7 @@ export class StreamSession implements Subscriber, Flushable {
 
   private drained(): Promise<void> {
     const raw = this.reply.raw;
-    if (!raw.writableNeedDrain || this.closed) return Promise.resolve();
+    if (!raw.writableNeedDrain || this.closed || raw.destroyed) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         raw.off('drain', done);

@@ -1,11 +1,14 @@
 // A `herald` child process for cross-process tests: spawned with its own env, its pino lines
-// parsed, and waitable by log line or exit.
+// parsed, and waitable by log line or exit. Either `node bin/herald.js …` directly, or a command
+// as users type it (`npm start`, `npx herald worker`) in a process group of its own, the way a
+// terminal or a process manager runs it, so the test can signal the whole group.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'herald.js');
+export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const BIN = path.join(REPO, 'bin', 'herald.js');
 
 export interface LogLine {
   level?: number;
@@ -19,17 +22,16 @@ export class HeraldProcess {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private waiters: { test: (l: LogLine) => boolean; resolve: (l: LogLine) => void }[] = [];
 
-  constructor(args: string[], env: Record<string, string | undefined>) {
+  constructor(args: string[], env: Record<string, string | undefined>, private readonly group = false) {
     // An undefined value unsets a variable the test process has (DATABASE_URL, say).
     const merged: NodeJS.ProcessEnv = { ...process.env, HERALD_LOG_LEVEL: 'info' };
     for (const [k, v] of Object.entries(env)) {
       if (v === undefined) delete merged[k];
       else merged[k] = v;
     }
-    this.child = spawn(process.execPath, [BIN, ...args], {
-      env: merged,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    this.child = group
+      ? spawn(args[0], args.slice(1), { env: merged, cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+      : spawn(process.execPath, [BIN, ...args], { env: merged, stdio: ['ignore', 'pipe', 'pipe'] });
     for (const stream of [this.child.stdout!, this.child.stderr!]) {
       readline.createInterface({ input: stream }).on('line', (text) => this.onLine(text));
     }
@@ -77,11 +79,26 @@ export class HeraldProcess {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
   }
 
-  /** SIGKILL if still running; for afterAll cleanup. */
+  /** Signals the whole process group, as a terminal's Ctrl-C or `kill -TERM -PGID` does. */
+  killGroup(signal: NodeJS.Signals): void {
+    process.kill(-this.child.pid!, signal);
+  }
+
+  /** SIGKILL if still running (the whole group, for a command); for afterAll cleanup. */
   async dispose(): Promise<void> {
+    if (this.group) {
+      try {
+        process.kill(-this.child.pid!, 'SIGKILL');
+      } catch {
+        // the group is gone
+      }
+    }
     this.kill('SIGKILL');
     await this.exited;
   }
 }
 
 export const spawnHerald = (args: string[], env: Record<string, string | undefined>) => new HeraldProcess(args, env);
+
+/** A command as a user types it in the repository (`npm start`), leading a process group of its own. */
+export const spawnCommand = (command: string[], env: Record<string, string | undefined>) => new HeraldProcess(command, env, true);

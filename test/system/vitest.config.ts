@@ -7,6 +7,7 @@ export default defineConfig({
     root: new URL('../..', import.meta.url).pathname,
     include: ['test/system/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
+    setupFiles: ['test/support/no-warnings.ts'],
     fileParallelism: false,
     testTimeout: 600_000,
     hookTimeout: 180_000,

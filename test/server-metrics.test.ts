@@ -1,0 +1,50 @@
+// /metrics against Prometheus' own checker: the exposition of a running server that has seen
+// jobs enqueued, claimed, completed and failed passes `promtool check metrics` (naming and
+// type rules, e.g. only counters end in _total). promtool comes with Debian's `prometheus`
+// package; .ci/run installs it.
+import { execFile } from 'node:child_process';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { simulateWorker, testServer, until, type TestServer } from './server-support.ts';
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await testServer({ listen: true });
+});
+afterAll(() => s.close());
+
+function promtool(text: string): Promise<{ code: number; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('promtool', ['check', 'metrics'], (err, stdout, stderr) => {
+      if (err && (err as NodeJS.ErrnoException).code === 'ENOENT') {
+        reject(new Error('promtool not found: install Debian\'s "prometheus" package (apt-get install prometheus)'));
+        return;
+      }
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, output: stdout + stderr });
+    });
+    child.stdin!.end(text);
+  });
+}
+
+it('serves an exposition that promtool accepts, with jobs processed and failed', async () => {
+  const jobs = await s.db.queue.enqueueMany([
+    ...Array.from({ length: 20 }, (_, i) => ({ kind: 'k', queue: i % 2 ? 'a' : 'b', payload: { i } })),
+    { kind: 'k', queue: 'a', payload: { fail: true }, maxAttempts: 1 },
+  ]);
+  const stop = new AbortController();
+  const worker = simulateWorker(s.db.queue, 'metrics-worker', stop.signal);
+  await until(async () => {
+    const all = await Promise.all(jobs.map((j) => s.db.queue.get(j.job.id)));
+    return all.every((j) => j?.status === 'succeeded' || j?.status === 'failed');
+  });
+  stop.abort();
+  await worker;
+  // The tailer has published every event once the failure is counted.
+  let text = '';
+  await until(async () => /herald_jobs_failed_total\{queue="a",outcome="failed"\} 1/.test((text = await (await fetch(`${s.url}/metrics`)).text())));
+
+  expect(text).toMatch(/^# TYPE herald_sse_clients_dropped_total counter$/m);
+  expect(text).toMatch(/^herald_jobs_completed_total\{queue="b"\} 10$/m);
+  const { code, output } = await promtool(text);
+  expect(output.trim()).toBe('');
+  expect(code).toBe(0);
+});

@@ -1,0 +1,83 @@
+// Jobs the test releases. A `gated` task (test/fixtures/gated-tasks/gated.ts) runs in a real worker
+// process and, before each of its steps, long-polls this loopback HTTP server until the test
+// opens that step. So a test can hold a job running (or at a given progress) for exactly as long
+// as it needs, whatever the machine's load, instead of hoping a timed job outlasts its steps.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** `--tasks` for a worker that runs gated jobs. */
+export const GATED_TASKS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'gated-tasks');
+
+export interface Gate {
+  /** Goes into the job's payload: `{gate: gate.url, steps}`. */
+  readonly url: string;
+  /** Lets the task through steps 1..`step` (all of them by default). */
+  open(step?: number): void;
+  /** Resolves once the task is waiting at `step` (it has reported every step before it). */
+  reached(step: number): Promise<void>;
+}
+
+interface GateState {
+  opened: number;
+  waiting: number;
+  held: { step: number; res: http.ServerResponse }[];
+  watchers: { step: number; resolve: () => void }[];
+}
+
+export class Gates {
+  private readonly gates = new Map<string, GateState>();
+  private next = 0;
+  private constructor(
+    private readonly server: http.Server,
+    private readonly base: string,
+  ) {}
+
+  static async start(): Promise<Gates> {
+    let self: Gates | undefined;
+    const server = http.createServer((req, res) => self!.handle(req, res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    self = new Gates(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    return self;
+  }
+
+  create(): Gate {
+    const name = `g${++this.next}`;
+    const state: GateState = { opened: 0, waiting: 0, held: [], watchers: [] };
+    this.gates.set(name, state);
+    return {
+      url: `${this.base}/${name}`,
+      open: (step = Number.MAX_SAFE_INTEGER) => {
+        state.opened = Math.max(state.opened, step);
+        state.held = state.held.filter((h) => (h.step <= state.opened ? (h.res.end('open'), false) : true));
+      },
+      reached: (step) =>
+        state.waiting >= step ? Promise.resolve() : new Promise((resolve) => state.watchers.push({ step, resolve })),
+    };
+  }
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const [, name, stepText] = (req.url ?? '').split('/');
+    const state = this.gates.get(name ?? '');
+    const step = Number(stepText);
+    if (!state || !Number.isInteger(step) || step < 1) {
+      res.writeHead(404).end(`no gate ${req.url}`);
+      return;
+    }
+    state.waiting = Math.max(state.waiting, step);
+    state.watchers = state.watchers.filter((w) => (w.step <= state.waiting ? (w.resolve(), false) : true));
+    if (step <= state.opened) {
+      res.end('open');
+      return;
+    }
+    state.held.push({ step, res });
+    // A task that is aborted (cancel, shutdown, killed worker) hangs up: forget its request.
+    res.on('close', () => (state.held = state.held.filter((h) => h.res !== res)));
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+}
