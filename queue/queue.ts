@@ -414,7 +414,7 @@ export class Queue {
 
   /** How many jobs match the filter (any status). */
   async countMatching(filter: JobFilter): Promise<number> {
-    const { rows } = await this.run(countJobs, filterValues(filter));
+    const { rows } = await this.run(countJobs, filterValues(filter)).catch(rethrowPg);
     return rows[0].n;
   }
 
@@ -510,7 +510,8 @@ export class Queue {
     const values = filterValues(f);
     let floor: string | null = null;
     if (isSearch(f)) floor = (await this.run(windowFloor, [before, window])).rows[0]?.id ?? null;
-    const { rows } = await this.run(listJobs, [...values, before, limit + 1, floor]);
+    // A payload filter the database cannot take (a \u0000 in a string) is the caller's 400.
+    const { rows } = await this.run(listJobs, [...values, before, limit + 1, floor]).catch(rethrowPg);
     const jobs = rows.slice(0, limit).map(toJob);
     if (rows.length > limit) return { jobs, next: jobs[jobs.length - 1].id };
     // The window ended before the page filled: older jobs remain, below the window.
@@ -566,6 +567,10 @@ export class Queue {
     }));
   }
 }
+
+const rethrowPg = (err: unknown): never => {
+  throw fromPgError(err);
+};
 
 /** Runs fn again when PostgreSQL broke a deadlock or serialization conflict by aborting it. */
 async function retryOnConflict<T>(fn: () => Promise<T>, tries = 5): Promise<T> {

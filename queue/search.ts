@@ -46,8 +46,12 @@ function payloadJson(v: unknown): string | null {
   return v;
 }
 
-// ILIKE treats % and _ as wildcards: a substring search means them literally.
-const likeSubstring = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+// ILIKE treats % and _ as wildcards: a substring search means them literally. PostgreSQL text
+// cannot hold NUL, so no stored message contains one: say so rather than fail in the database.
+function likeSubstring(s: string): string {
+  if (s.includes('\0')) throw new ValidationError('error must not contain a NUL character');
+  return `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
 
 /** The filter's parameters, in the order of JOB_FILTER. Throws ValidationError for bad values. */
 export function filterValues(f: JobFilter): FilterParams {

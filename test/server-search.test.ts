@@ -145,6 +145,8 @@ describe('GET /api/jobs search', () => {
       ['createdBefore=2030-13-01T00:00:00Z', /^createdBefore must be an ISO 8601 date-time/],
       ['error=', /^error must be 1-1000 characters/],
       ['status=lost', /^status must be one of/],
+      ['error=%00', /^error must not contain a NUL character/],
+      [`payload=${encodeURIComponent('{"a":"\\u0000"}')}`, /^invalid value/],
       ['colour=red', /colour/],
     ];
     for (const [q, text] of cases) {
