@@ -43,8 +43,8 @@ for (;;) {
   done += jobs.length - lost.length;
 }
 const drainMs = performance.now() - t;
-const { rows } = await pool.query(`SELECT count(*)::int AS n FROM herald.job_events`);
-const version = (await pool.query('SHOW server_version')).rows[0].server_version;
+const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM herald.job_events`);
+const version = (await pool.query<{ server_version: string }>('SHOW server_version')).rows[0].server_version;
 await pool.end();
 
 console.log(`PostgreSQL ${version}`);

@@ -1,7 +1,7 @@
 // Herald as a bench peer: the real worker runtime (startWorker, in-process) with a no-op task,
 // driven exactly like the peers in bench/peers/ (same harness, same concurrency, same timing).
 // Herald writes its full event log throughout: every claim and completion adds job_events rows.
-import pg from 'pg';
+import type pg from 'pg';
 import { createPool } from '../queue/database.ts';
 import { migrate } from '../queue/migrate.ts';
 import { Queue } from '../queue/queue.ts';
@@ -35,7 +35,7 @@ function worker(databaseUrl: string, noop: (payload: { i?: number }) => void) {
   return startWorker({
     databaseUrl,
     concurrency: CONCURRENCY,
-    tasks: { [KIND]: async (payload) => noop(payload) },
+    tasks: { [KIND]: async (payload) => noop(payload as { i?: number }) },
     // Defaults as shipped; only the task set is the bench's.
     ...tuning(),
   });
@@ -65,7 +65,7 @@ export function makeHeraldRunner(): PeerRunner {
           await handled.promise;
           // Outcomes are written in batches after the handlers return: wait until all landed.
           const left = `SELECT count(*)::int AS n FROM herald.jobs WHERE status <> 'succeeded'`;
-          await untilZero(async () => (await pool.query(left)).rows[0].n);
+          await untilZero(async () => (await pool.query<{ n: number }>(left)).rows[0].n);
           return jobs / ((performance.now() - t0) / 1000);
         } finally {
           await w.stop();

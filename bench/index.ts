@@ -56,7 +56,7 @@ async function serverVersion(url: string): Promise<string> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
-    return (await c.query('SHOW server_version')).rows[0].server_version;
+    return (await c.query<{ server_version: string }>('SHOW server_version')).rows[0].server_version;
   } finally {
     await c.end();
   }

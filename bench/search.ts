@@ -6,7 +6,6 @@
 //      index's pending list (4 MB) several times, where a GIN index pays for its inserts;
 //   3. the median latency of the first page (50) of each search, and of a bulk dry-run count.
 // BENCH_SEARCH_JOBS changes the size (default 1,000,000).
-import pg from 'pg';
 import { createPool } from '../queue/database.ts';
 import { migrate } from '../queue/migrate.ts';
 import { Queue } from '../queue/queue.ts';
@@ -71,7 +70,7 @@ export async function searchBench(url: string, say: (line: string) => void): Pro
       await pool.query('VACUUM herald.jobs, herald.job_events');
     }
     await pool.query(DROP_GIN);
-    const oldest = (await pool.query(`SELECT min(created_at) AS t FROM herald.jobs`)).rows[0].t as Date;
+    const oldest = (await pool.query<{ t: Date }>(`SELECT min(created_at) AS t FROM herald.jobs`)).rows[0].t;
     const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
 
     const searches: Record<string, JobFilter> = {

@@ -25,7 +25,7 @@ export async function benchDatabase(name: string): Promise<BenchDatabase> {
   await c.connect();
   await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await c.query(`CREATE DATABASE ${name}`);
-  const version = (await c.query('SHOW server_version')).rows[0].server_version;
+  const version = (await c.query<{ server_version: string }>('SHOW server_version')).rows[0].server_version;
   await c.end();
   const url = withDatabase(db.url, name);
   await migrate(url);
@@ -60,11 +60,11 @@ export async function spawnServer(databaseUrl: string, env: Record<string, strin
   });
   const url = await new Promise<string>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`herald server exited (${code})`)));
-    readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+    readline.createInterface({ input: child.stdout }).on('line', (line) => {
       try {
-        const l = JSON.parse(line);
+        const l = JSON.parse(line) as { url?: unknown; level?: number; msg?: string };
         if (typeof l.url === 'string') resolve(l.url);
-        else if (l.level >= 40) process.stderr.write(`server: ${l.msg}\n`);
+        else if ((l.level ?? 0) >= 40) process.stderr.write(`server: ${l.msg}\n`);
       } catch {
         // not a log line
       }

@@ -16,6 +16,23 @@ const positiveInt = (v: string) => {
   return n;
 };
 
+/** What commander parses from `herald enqueue`'s options. */
+interface EnqueueOptions {
+  queue: string;
+  priority: number;
+  runAt?: string;
+  maxAttempts?: number;
+  idempotencyKey?: string;
+}
+
+/** What commander parses from `herald worker`'s options. */
+interface WorkerCliOptions {
+  queues?: string[];
+  concurrency?: number;
+  tasks?: string;
+  capabilities?: string[];
+}
+
 async function boot(config: HeraldConfig, log: Logger, life: ProcessLife): Promise<Database> {
   const db = await openDatabase({ databaseUrl: config.databaseUrl, listenUrl: config.listenUrl, dataDir: config.dataDir, logger: log });
   life.started('database', () => db.close());
@@ -50,7 +67,7 @@ async function main() {
     .option('--run-at <iso>', 'do not run before this time')
     .option('--max-attempts <n>', 'attempts before the job fails', positiveInt)
     .option('--idempotency-key <key>', 'the same key returns the same job')
-    .action(async (kind: string, payloadText: string, opts) => {
+    .action(async (kind: string, payloadText: string, opts: EnqueueOptions) => {
       let payload: unknown;
       try {
         payload = JSON.parse(payloadText);
@@ -75,7 +92,7 @@ async function main() {
     .option('--concurrency <n>', 'concurrent job slots', positiveInt)
     .option('--tasks <dir>', 'directory of task files KIND.ts / KIND.js')
     .option('--capabilities <list>', 'tags this worker offers, for jobs that require them', csv)
-    .action(async (opts) => {
+    .action(async (opts: WorkerCliOptions) => {
       const { startWorker } = await import('../worker/index.ts');
       const db = await boot(config, log, life);
       const worker = await startWorker({

@@ -27,8 +27,8 @@ export class ProcessLife {
   constructor(private readonly log: Logger) {
     process.on('SIGINT', this.onSignal);
     process.on('SIGTERM', this.onSignal);
-    process.on('uncaughtException', (err) => this.fail(err));
-    process.on('unhandledRejection', (err) => this.fail(err));
+    process.on('uncaughtException', (err) => void this.fail(err));
+    process.on('unhandledRejection', (err) => void this.fail(err));
   }
 
   /** Registers something started, to be stopped before everything started earlier. */
@@ -39,14 +39,14 @@ export class ProcessLife {
   /** Stops every part, newest first; later calls share the first one's run. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
-      let failed: unknown;
+      let failed: Error | undefined;
       for (const part of this.parts.splice(0).reverse()) {
         try {
           await part.stop();
         } catch (err) {
           // Keep going: the database must still stop when the server fails to close.
           this.log.error({ err, part: part.name }, 'stop failed');
-          failed ??= err;
+          failed ??= err as Error;
         }
       }
       if (failed) throw failed;

@@ -3,15 +3,19 @@
 // Last-Event-ID after a dropped connection, so a consumer sees every event exactly once.
 import { createParser } from 'eventsource-parser';
 import type { Job, JobEvent } from '../queue/job.ts';
-import type { EnqueueInput as CoreEnqueueInput, JobPage, QueueCount } from '../queue/queue.ts';
+import type { EnqueueInput as CoreEnqueueInput, JobPage, Queue, QueueCount } from '../queue/queue.ts';
 import type { HistoryBucket, HistoryRange } from '../queue/history.ts';
-import type { JobStatus } from '../queue/schema.ts';
+import type { EventType, JobStatus } from '../queue/schema.ts';
 import type { BulkAction } from '../queue/sql/search.ts';
 import type { JobFilter } from '../queue/search.ts';
 
-export type { Job, JobStatus, JobPage, JobFilter, HistoryBucket, HistoryRange, BulkAction };
+// The API's shapes are declared once, here and in the core; the board imports them as types.
+export type { Job, JobStatus, EventType, JobPage, JobFilter, HistoryBucket, HistoryRange, BulkAction };
 /** Job counts of one queue (GET /api/queues). */
 export type QueueCounts = QueueCount;
+
+/** A worker holding jobs now (GET /api/workers). */
+export type WorkerInfo = Awaited<ReturnType<Queue['workers']>>[number];
 
 /** A job event as the API shows it. */
 export type ApiJobEvent = Omit<JobEvent, 'cursor'>;
@@ -58,7 +62,7 @@ export interface Health {
   db: 'up' | 'down';
   listener: 'up' | 'down' | 'polling';
   streamLagMs: number | null;
-  tables: { name: string; liveTuples: number; deadTuples: number; lastAutovacuum: string | null; lastVacuum: string | null }[];
+  tables: Awaited<ReturnType<Queue['tableStats']>>;
 }
 
 export interface StreamOptions {
@@ -92,8 +96,10 @@ export interface HeraldClientOptions {
 async function apiError(res: Response): Promise<HeraldApiError> {
   const text = await res.text().catch(() => '');
   try {
-    const body = JSON.parse(text);
-    if (body && typeof body.message === 'string') return new HeraldApiError(res.status, body.message, body.error);
+    const body = JSON.parse(text) as { message?: unknown; error?: unknown } | null;
+    if (body && typeof body.message === 'string') {
+      return new HeraldApiError(res.status, body.message, typeof body.error === 'string' ? body.error : '');
+    }
   } catch {
     // not JSON: fall through
   }
@@ -280,7 +286,7 @@ export class EventStream implements AsyncIterable<StreamEvent> {
         const ready: StreamEvent[] = [];
         const parser = createParser({
           onEvent: (m) => {
-            if (m.event === 'job' && m.id) ready.push({ ...JSON.parse(m.data), id: m.id });
+            if (m.event === 'job' && m.id) ready.push({ ...(JSON.parse(m.data) as ApiJobEvent), id: m.id });
           },
         });
         const decoder = new TextDecoder();

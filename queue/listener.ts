@@ -12,7 +12,7 @@ import type { Logger } from './log.ts';
 
 export type ListenerState = 'connecting' | 'up' | 'down' | 'polling';
 
-export interface ListenerOptions {
+interface ListenerOptions {
   url: string;
   channels: string[];
   /** Hold a session advisory lock that tells the reaper this process is alive. */
@@ -23,14 +23,16 @@ export interface ListenerOptions {
   logger?: Logger;
 }
 
-export interface Listener {
-  on(event: 'notification', fn: (channel: string, payload: string) => void): this;
+interface ListenerEvents {
+  notification: [channel: string, payload: string];
   /** After every (re)connect: callers check for anything missed while down. */
-  on(event: 'connected', fn: () => void): this;
-  on(event: 'state', fn: (state: ListenerState) => void): this;
+  connected: [];
+  state: [state: ListenerState];
+  /** Internal: the pooler probe's NOTIFY came back on this session. */
+  probe: [channel: string];
 }
 
-export class Listener extends EventEmitter {
+export class Listener extends EventEmitter<ListenerEvents> {
   state: ListenerState = 'connecting';
   /** The liveness key held right now, or null. Claims record it as the job's owner_lock. */
   lockKey: number | null = null;
@@ -86,7 +88,7 @@ export class Listener extends EventEmitter {
     this.setState('up');
     // A cheap query now and then notices a silently dead connection (NAT, failover).
     this.checkTimer = setInterval(() => {
-      client.query('SELECT 1').catch((err) => this.lost(client, err));
+      client.query('SELECT 1').catch((err: Error) => this.lost(client, err));
     }, 10_000);
     this.checkTimer.unref();
     this.emit('connected');
@@ -112,7 +114,7 @@ export class Listener extends EventEmitter {
   // Keep the same key across reconnects when possible: jobs claimed under it stay ours.
   private async takeLivenessLock(client: pg.Client): Promise<void> {
     for (let i = 0; i < 10; i++) {
-      const { rows } = await client.query('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_NAMESPACE, this.wantedKey]);
+      const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_NAMESPACE, this.wantedKey]);
       if (rows[0].ok) {
         this.lockKey = this.wantedKey;
         return;
@@ -138,15 +140,17 @@ export class Listener extends EventEmitter {
   private reconnect(attempt: number): void {
     if (this.closed) return;
     const delay = Math.min(5_000, 100 * 2 ** Math.min(attempt, 6));
-    this.retryTimer = setTimeout(async () => {
-      try {
-        await this.connect();
-        this.opts.logger?.info({ attempt }, 'listener reconnected');
-      } catch (err) {
-        this.opts.logger?.debug({ err: (err as Error).message, attempt }, 'listener reconnect failed');
-        this.reconnect(attempt + 1);
-      }
-    }, delay);
+    this.retryTimer = setTimeout(() => void this.retry(attempt), delay);
+  }
+
+  private async retry(attempt: number): Promise<void> {
+    try {
+      await this.connect();
+      this.opts.logger?.info({ attempt }, 'listener reconnected');
+    } catch (err) {
+      this.opts.logger?.debug({ err: (err as Error).message, attempt }, 'listener reconnect failed');
+      this.reconnect(attempt + 1);
+    }
   }
 
   private setState(state: ListenerState): void {

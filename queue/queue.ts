@@ -300,7 +300,7 @@ export class Queue {
       for (const row of found.rows) existing.set(row.idempotency_key, toJob(row));
     }
     return records.map((r, i) => {
-      if (out[i]) return out[i]!;
+      if (out[i]) return out[i];
       const key = r.idempotency_key!;
       const job = existing.get(key) ?? batchCreated.get(key);
       if (!job) return new ConflictError(`idempotency key "${key}" is being used by a job that vanished; try again`);

@@ -6,8 +6,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Actor } from '../queue/queue.ts';
 import { errorBody } from './errors.ts';
 
-export const ROLES = ['viewer', 'producer', 'admin'] as const;
-export type Role = (typeof ROLES)[number];
+const ROLES = ['viewer', 'producer', 'admin'] as const;
+type Role = (typeof ROLES)[number];
 
 declare module 'fastify' {
   interface FastifyContextConfig {

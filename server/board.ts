@@ -7,7 +7,7 @@ import fastifyStatic from '@fastify/static';
 import type { Logger } from 'pino';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-export const BOARD_DIR = path.join(ROOT, 'web', 'dist');
+const BOARD_DIR = path.join(ROOT, 'web', 'dist');
 
 const isBuilt = (dir: string) => fs.existsSync(path.join(dir, 'index.html'));
 

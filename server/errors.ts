@@ -81,7 +81,7 @@ function fieldPath(instancePath: string): { path: string; field: string | undefi
 }
 
 /** Turns Fastify's (Ajv's) first validation error into one readable sentence. */
-export function validationMessage(errors: AjvError[], context: string | undefined): string {
+function validationMessage(errors: AjvError[], context: string | undefined): string {
   const e = errors[0];
   const part = PART_NAMES[context ?? ''] ?? context ?? 'request';
   const { path, field } = fieldPath(e.instancePath);
@@ -119,7 +119,7 @@ function isDatabaseUnavailable(err: { code?: string; message?: string }): boolea
 export function installErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError & { validationContext?: string }, request, reply) => {
     if (err.validation) {
-      return reply.code(400).send(errorBody(400, validationMessage(err.validation as AjvError[], err.validationContext)));
+      return reply.code(400).send(errorBody(400, validationMessage(err.validation, err.validationContext)));
     }
     if (err instanceof HeraldError || err instanceof HttpError) {
       return reply.code(err.statusCode).send(errorBody(err.statusCode, err.message));

@@ -119,7 +119,7 @@ export async function startServer(opts: ServerOptions): Promise<HeraldServer & {
   } catch (err) {
     await server.stop();
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      throw new Error(`port ${wanted} on ${host} is already in use: set PORT to a free port (PORT=${wanted + 1}), or PORT=0 for any free port`);
+      throw new Error(`port ${wanted} on ${host} is already in use: set PORT to a free port (PORT=${wanted + 1}), or PORT=0 for any free port`, { cause: err });
     }
     throw err;
   }

@@ -61,6 +61,7 @@ export function createMetrics(queue: Queue, hub: EventHub): Registry {
         case 'succeeded': completed.inc({ queue: e.queue }); break;
         case 'retry_scheduled':
         case 'failed': failed.inc({ queue: e.queue, outcome: e.type }); break;
+        default: break; // the other types have no counter of their own
       }
     }
     delay.observe(Math.max(0, now - Date.parse(page[page.length - 1].at)) / 1000);

@@ -3,6 +3,7 @@
 // checks (queue/schema.ts), so a request the schema accepts is one the table stores.
 import { EVENT_TYPES, JOB_STATUSES } from '../queue/schema.ts';
 import { BULK_ACTIONS } from '../queue/sql/search.ts';
+import { HISTORY_RANGES } from '../queue/history.ts';
 import { DEFAULTS, MAX_ATTEMPTS_LIMIT, MAX_TAGS, MAX_TIMEOUT_MS } from '../queue/defaults.ts';
 import { WAITING_REASONS } from '../queue/job.ts';
 
@@ -14,8 +15,8 @@ const dateTime = { type: 'string', format: 'date-time' };
 /** A reply object: every property is always sent (null when empty), so the document says so. */
 const reply = <P extends Record<string, object>>(properties: P) => ({ type: 'object', required: Object.keys(properties), properties }) as const;
 
-export const MAX_BATCH = 1000;
-export const MAX_WAIT_MS = 60_000;
+const MAX_BATCH = 1000;
+const MAX_WAIT_MS = 60_000;
 
 /** One job to enqueue (POST /api/jobs, and each entry of a batch). */
 export const enqueueInput = {
@@ -48,7 +49,7 @@ export const enqueueInput = {
   },
 } as const;
 
-export const job = {
+const job = {
   $id: 'Job',
   title: 'Job',
   ...reply({
@@ -87,7 +88,7 @@ export const job = {
 } as const;
 
 /** A job_events row as the API shows it; the SSE `data:` has the same fields. */
-export const jobEvent = {
+const jobEvent = {
   $id: 'JobEvent',
   title: 'JobEvent',
   ...reply({
@@ -104,7 +105,7 @@ export const jobEvent = {
   }),
 } as const;
 
-export const error = {
+const error = {
   $id: 'Error',
   title: 'Error',
   ...reply({
@@ -119,7 +120,7 @@ export const sharedSchemas = [job, jobEvent, error];
 
 const ref = (id: string) => ({ $ref: `${id}#` });
 export const jobRef = ref('Job');
-export const errorRef = ref('Error');
+const errorRef = ref('Error');
 
 /** The error replies a route can give, for the OpenAPI document. */
 export function errors(...codes: number[]) {
@@ -221,14 +222,12 @@ export const eventsQuery = {
   },
 } as const;
 
-export const STATS_RANGES = ['1h', '24h', '7d'] as const;
-
 export const statsParams = { type: 'object', required: ['queue'], properties: { queue: name('the queue') } } as const;
 
 export const statsQuery = {
   type: 'object',
   additionalProperties: false,
-  properties: { range: { type: 'string', enum: STATS_RANGES, default: '1h', description: '1h: 1-minute buckets; 24h: 15 minutes; 7d: 1 hour' } },
+  properties: { range: { type: 'string', enum: Object.keys(HISTORY_RANGES), default: '1h', description: '1h: 1-minute buckets; 24h: 15 minutes; 7d: 1 hour' } },
 } as const;
 
 export const queueStats = reply({

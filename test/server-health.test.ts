@@ -29,7 +29,7 @@ class CuttableProxy {
       }
     });
     await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
-    this.port = (this.server!.address() as net.AddressInfo).port;
+    this.port = (this.server.address() as net.AddressInfo).port;
     this.up = true;
   }
 

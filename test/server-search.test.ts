@@ -23,7 +23,7 @@ const VIEWER = { authorization: 'Bearer v-token' };
 const list = async (query: Record<string, string>) => {
   const res = await s.app.inject({ method: 'GET', url: `/api/jobs?${new URLSearchParams(query)}`, headers: VIEWER });
   expect(res.statusCode, res.body).toBe(200);
-  return res.json() as { jobs: Job[]; next: string | null; searched?: number };
+  return res.json<{ jobs: Job[]; next: string | null; searched?: number }>();
 };
 const ids = async (query: Record<string, string>) => (await list(query)).jobs.map((j) => Number(j.id));
 const bulk = (body: unknown, headers = ADMIN) => s.app.inject({ method: 'POST', url: '/api/jobs/bulk', payload: body as object, headers });

@@ -138,7 +138,7 @@ describe('live stream', () => {
     const runAt = new Date(Date.now() - 1000).toISOString();
     const { job } = await db.queue.enqueue({ kind: 'times', runAt, maxAttempts: 2 });
     const [lease] = await db.queue.claim({ worker: 'w', limit: 1, leaseMs: 60_000 });
-    await db.queue.fail('w', [{ id: lease!.id, attempt: lease!.attempt, error: new Error('again') }]);
+    await db.queue.fail('w', [{ id: lease.id, attempt: lease.attempt, error: new Error('again') }]);
     await until(() => stream.messages.length === 3);
     const byType: Record<string, { at: string; data: Record<string, string> }> = Object.fromEntries(
       stream.messages.map((m) => [m.json!.type as string, m.json as { at: string; data: Record<string, string> }]),
@@ -324,7 +324,7 @@ describe('two servers on one database', () => {
     await slow.hub.listener.close();
     try {
       let n = 0;
-      const switching: typeof fetch = (url, init) => fetch(String(url).replace(s.url, n++ % 2 ? slow.url : s.url), init);
+      const switching: typeof fetch = (url, init) => fetch((url instanceof Request ? url.url : url.toString()).replace(s.url, n++ % 2 ? slow.url : s.url), init);
       const stream = new HeraldClient({ baseUrl: s.url, fetch: switching }).events({ lastEventId: '0' });
       const { events } = collect(stream);
       const expected = await workload(2, async () => {

@@ -10,7 +10,6 @@ import type { Queue } from '../queue/queue.ts';
 
 export const TOKENS = { viewer: 'v-token', producer: 'p-token', admin: 'a-token' } as const;
 export const TOKEN_SPEC = `viewer:${TOKENS.viewer},producer:${TOKENS.producer},admin:${TOKENS.admin}`;
-export const bearer = (role: keyof typeof TOKENS) => ({ authorization: `Bearer ${TOKENS[role]}` });
 
 export const testLogger = () => pino({ level: process.env.HERALD_TEST_LOG ?? 'silent' });
 
@@ -86,7 +85,7 @@ export async function simulateWorker(queue: Queue, name: string, stop: AbortSign
   return done;
 }
 
-export interface SseMessage extends EventSourceMessage {
+interface SseMessage extends EventSourceMessage {
   json?: Record<string, unknown>;
 }
 
@@ -101,7 +100,7 @@ export async function openStream(url: string, headers: Record<string, string> = 
     const parser = createParser({ onEvent: (m) => messages.push({ ...m, json: m.data ? JSON.parse(m.data) : undefined }) });
     const decoder = new TextDecoder();
     try {
-      for await (const chunk of res.body) parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
+      for await (const chunk of res.body) parser.feed(decoder.decode(chunk, { stream: true }));
     } catch {
       // aborted
     }

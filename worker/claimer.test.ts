@@ -10,7 +10,7 @@ function harness(opts: { free?: number; answers?: (limit: number, call: number) 
   const calls: number[] = [];
   let inFlight = 0;
   let most = 0;
-  let release: (() => void)[] = [];
+  const release: (() => void)[] = [];
   let held = false;
   const nextRuns: number[] = [];
   let free = opts.free ?? 10;

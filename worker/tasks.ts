@@ -33,7 +33,7 @@ export async function loadTaskDir(dir: string): Promise<Map<string, Task>> {
   try {
     names = (await fs.readdir(abs)).sort();
   } catch (err) {
-    throw new Error(`cannot read tasks directory ${abs}: ${(err as Error).message}`);
+    throw new Error(`cannot read tasks directory ${abs}: ${(err as Error).message}`, { cause: err });
   }
   const tasks = new Map<string, Task>();
   for (const name of names) {
@@ -52,10 +52,10 @@ export async function loadTaskDir(dir: string): Promise<Map<string, Task>> {
 
 async function importTask(file: string): Promise<{ default?: unknown }> {
   try {
-    return await import(pathToFileURL(file).href);
+    return (await import(pathToFileURL(file).href)) as { default?: unknown };
   } catch (err) {
     const reason = String((err as Error).message ?? err).split('\n')[0];
-    throw new Error(`task file ${file} cannot load (${reason}): ${FIX[path.extname(file)] ?? 'check its syntax'}`);
+    throw new Error(`task file ${file} cannot load (${reason}): ${FIX[path.extname(file)] ?? 'check its syntax'}`, { cause: err });
   }
 }
 

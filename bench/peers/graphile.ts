@@ -50,7 +50,7 @@ export function makeGraphilePeer(name: string, worker: GraphileConfig.WorkerOpti
           await Promise.race([handled.promise, failOnExit(runner.promise, 'graphile runner')]);
           // Completion is fire-and-forget (and batched in batched mode): wait for the deletes.
           await untilZero(() =>
-            utils.withPgClient(async (c) => (await c.query(`SELECT count(*)::int AS n FROM ${SCHEMA}._private_jobs`)).rows[0].n),
+            utils.withPgClient(async (c) => (await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${SCHEMA}._private_jobs`)).rows[0].n),
           );
           return jobs / ((performance.now() - t0) / 1000);
         } finally {

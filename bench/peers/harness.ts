@@ -5,9 +5,9 @@ export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/herald_b
 /** Worker concurrency every peer is run with. */
 export const CONCURRENCY = 16;
 /** Jobs added (and discarded) before latency sampling, so first-use costs aren't sampled. */
-export const LATENCY_WARMUP = 5;
+const LATENCY_WARMUP = 5;
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Creates the benchmark database if missing, connecting through the `postgres` db. */
 export async function ensureDatabase(databaseUrl: string): Promise<void> {
@@ -82,7 +82,9 @@ export async function untilZero(count: () => Promise<number>, pollMs = 2): Promi
 export function failOnExit(lifetime: Promise<unknown>, what: string): Promise<never> {
   const failed = lifetime.then(
     () => Promise.reject(new Error(`${what} exited early`)),
-    (err: unknown) => Promise.reject(err),
+    (err: unknown) => {
+      throw err;
+    },
   );
   // Our own stop() settles `lifetime` after the race is over; that must not be unhandled.
   failed.catch(() => {});
@@ -102,7 +104,7 @@ export class LatencyProbe {
   started = (i: number): void => {
     const t = performance.now();
     if (this.#samples[i] !== undefined || this.#sentAt[i] === undefined) return; // duplicate/unknown
-    this.#samples[i] = t - this.#sentAt[i]!;
+    this.#samples[i] = t - this.#sentAt[i];
     this.#all.tick();
   };
 

@@ -12,4 +12,3 @@ export function peerByName(name: string): PeerRunner | undefined {
 }
 
 export type { PeerRunner } from './types.ts';
-export { percentiles } from './stats.ts';

@@ -51,7 +51,7 @@ const pgboss: PeerRunner = {
       await handled.promise;
       // Completion is a separate statement after the handler resolves: wait until it landed.
       const left = `SELECT count(*)::int AS n FROM ${SCHEMA}.job WHERE name = $1 AND state <> 'completed'`;
-      await untilZero(async () => (await probe.query(left, [QUEUE])).rows[0].n);
+      await untilZero(async () => (await probe.query<{ n: number }>(left, [QUEUE])).rows[0].n);
       return jobs / ((performance.now() - t0) / 1000);
     } finally {
       await probe.end();

@@ -7,7 +7,7 @@ export interface Percentiles {
 /** Nearest-rank percentile of an ascending-sorted, non-empty array. */
 function nearestRank(sorted: readonly number[], p: number): number {
   const rank = Math.ceil((p / 100) * sorted.length);
-  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];
 }
 
 /** p50/p95/p99 by the nearest-rank method (always an observed sample, no interpolation). */

@@ -51,7 +51,7 @@ RETURNING j.id`,
 
 // Backoff before attempt n+1, in ms: min(max, base * 2^(n-1)) * (1 - 0.2 * random()).
 // It doubles per attempt, never passes the cap, and the jitter (up to -20%) spreads retries.
-export const BACKOFF_SQL = `least($5::float8, $4::float8 * power(2, j.attempt - 1)) * (1 - 0.2 * random())`;
+const BACKOFF_SQL = `least($5::float8, $4::float8 * power(2, j.attempt - 1)) * (1 - 0.2 * random())`;
 
 /** Failure for a batch: retry later with backoff, fail when out of attempts, or honour a cancel. */
 export const failJobs = statement<

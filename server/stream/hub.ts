@@ -14,7 +14,7 @@ import { DEFAULT_LIMITS, StreamSession, type SessionLimits, type StreamFilter } 
 import { Flusher } from './flusher.ts';
 
 /** Socket writes per second to SSE clients, all together (see flusher.ts). */
-export const DEFAULT_WRITE_BUDGET = 20_000;
+const DEFAULT_WRITE_BUDGET = 20_000;
 
 export interface HubOptions {
   queue: Queue;

@@ -102,7 +102,7 @@ export class StreamSession implements Subscriber, Flushable {
       for (let i = 0; i < page.length && !reachedTarget; ) {
         raw.cork();
         for (; i < page.length && !raw.writableNeedDrain; i++) {
-          const m = toMessage(page[i]!);
+          const m = toMessage(page[i]);
           if (compareMessage(m, end) > 0) {
             reachedTarget = true;
             break;

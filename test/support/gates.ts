@@ -35,11 +35,11 @@ export class Gates {
   ) {}
 
   static async start(): Promise<Gates> {
-    let self: Gates | undefined;
-    const server = http.createServer((req, res) => self!.handle(req, res));
+    // Requests arrive only after listen(), by when `gates` exists.
+    const server = http.createServer((req, res) => gates.handle(req, res));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    self = new Gates(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-    return self;
+    const gates = new Gates(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    return gates;
   }
 
   create(): Gate {

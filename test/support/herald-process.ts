@@ -7,7 +7,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BIN = path.join(REPO, 'bin', 'herald.js');
 
 export interface LogLine {
@@ -60,7 +60,7 @@ export class HeraldProcess {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`timed out waiting for a log line; last lines:\n${this.tail()}`)), timeoutMs);
       this.waiters.push({ test, resolve: (l) => { clearTimeout(timer); resolve(l); } });
-      this.exited.then(({ code, signal }) => {
+      void this.exited.then(({ code, signal }) => {
         clearTimeout(timer);
         reject(new Error(`process exited (${code ?? signal}) before the awaited log line:\n${this.tail()}`));
       });

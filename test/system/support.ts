@@ -63,7 +63,7 @@ export class StreamRecorder {
             },
           });
           const decoder = new TextDecoder();
-          for await (const chunk of res.body) parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
+          for await (const chunk of res.body) parser.feed(decoder.decode(chunk, { stream: true }));
         }
       } catch {
         // dropped: reconnect below

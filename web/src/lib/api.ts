@@ -2,8 +2,8 @@
 // server's `message` (Fastify's {statusCode, error, message}) so views can show it as is.
 
 import { auth } from './auth.svelte';
-import { normalizeEvent } from './store-core';
-import type { Health, Job, JobEvent, JobFilter, QueueCounts, WorkerInfo } from './types';
+import { normalizeEvent } from './live/normalize-event';
+import type { BoardEvent, BulkAction, EnqueueInput, Health, HistoryBucket, HistoryRange, Job, JobFilter, JobPage, QueueCounts, WorkerInfo } from './types';
 
 export class ApiError extends Error {
   constructor(
@@ -47,7 +47,7 @@ async function request<T>(method: string, path: string, opts: RequestOptions = {
       body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
     });
   } catch (e) {
-    throw new ApiError(0, `Cannot reach the server (${e instanceof Error ? e.message : e}).`);
+    throw new ApiError(0, `Cannot reach the server (${e instanceof Error ? e.message : 'network error'}).`);
   }
 
   const text = await res.text();
@@ -85,29 +85,14 @@ export async function listQueues(): Promise<QueueCounts[]> {
 
 export function listJobs(
   filter: JobFilter & { limit?: number; before?: string | null },
-): Promise<{ jobs: Job[]; next: string | null; searched?: number }> {
+): Promise<JobPage> {
   return request('GET', `/api/jobs${query({ ...filter })}`);
 }
-
-export type BulkAction = 'retry' | 'cancel' | 'delete';
 
 /** Retries, cancels or deletes every job the filter matches; `dryRun` only counts them. */
 export function bulkAction(action: BulkAction, filter: JobFilter, dryRun: boolean): Promise<{ matched: number; affected?: number }> {
   const f = Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined && v !== ''));
   return request('POST', '/api/jobs/bulk', { body: { action, filter: f, dryRun } });
-}
-
-export type HistoryRange = '1h' | '24h' | '7d';
-
-export interface HistoryBucket {
-  at: string;
-  enqueued: number;
-  started: number;
-  succeeded: number;
-  failed: number;
-  waitP50Ms: number | null;
-  waitP95Ms: number | null;
-  depth: number | null;
 }
 
 export async function queueHistory(queue: string, range: HistoryRange): Promise<HistoryBucket[]> {
@@ -119,9 +104,9 @@ export function getJob(id: string): Promise<Job> {
   return request('GET', jobPath(id));
 }
 
-export async function getJobEvents(id: string): Promise<JobEvent[]> {
+export async function getJobEvents(id: string): Promise<BoardEvent[]> {
   const r = await request<{ events: unknown[] }>('GET', `${jobPath(id)}/events`);
-  return (r.events ?? []).map(normalizeEvent).filter((e): e is JobEvent => e !== null);
+  return (r.events ?? []).map(normalizeEvent).filter((e): e is BoardEvent => e !== null);
 }
 
 export function retryJob(id: string): Promise<Job> {
@@ -130,15 +115,6 @@ export function retryJob(id: string): Promise<Job> {
 
 export function cancelJob(id: string): Promise<Job> {
   return request('POST', `${jobPath(id)}/cancel`);
-}
-
-export interface EnqueueInput {
-  kind: string;
-  queue?: string;
-  payload?: unknown;
-  priority?: number;
-  runAt?: string;
-  maxAttempts?: number;
 }
 
 export function enqueueJob(input: EnqueueInput): Promise<Job> {

@@ -65,8 +65,17 @@ export function fmtRate(n: number): string {
 export function toJson(x: unknown): string {
   if (x === undefined) return '';
   try {
-    return JSON.stringify(x, null, 2) ?? String(x);
+    return JSON.stringify(x, null, 2) ?? '';
   } catch {
-    return String(x);
+    // A cycle or a BigInt; what the server sends is JSON, so neither comes from there.
+    return Object.prototype.toString.call(x);
   }
+}
+
+/** A value from the server as one line of text: strings as they are, numbers printed, the rest as JSON. */
+export function asText(x: unknown): string {
+  if (typeof x === 'string') return x;
+  if (typeof x === 'number' || typeof x === 'boolean' || typeof x === 'bigint') return x.toString();
+  if (x === null || x === undefined) return '';
+  return JSON.stringify(x) ?? '';
 }

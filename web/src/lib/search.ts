@@ -4,8 +4,8 @@
 import type { JobFilter } from './types';
 
 /** The filters a stream event cannot be judged by (it carries no payload or error text). */
-export const SEARCH_KEYS = ['group', 'tag', 'payload', 'error', 'createdAfter', 'createdBefore'] as const;
-export const FILTER_KEYS = ['queue', 'status', 'kind', ...SEARCH_KEYS] as const;
+const SEARCH_KEYS = ['group', 'tag', 'payload', 'error', 'createdAfter', 'createdBefore'] as const;
+const FILTER_KEYS = ['queue', 'status', 'kind', ...SEARCH_KEYS] as const;
 
 export function filterFromQuery(query: Record<string, string>): JobFilter {
   const f: JobFilter = {};

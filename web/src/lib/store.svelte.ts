@@ -10,25 +10,19 @@
 // Queue counts are moved by status transitions as events come in (the index knows each job's
 // previous bucket) and re-fetched from /api/queues at most once a second while events arrive,
 // which corrects what events cannot tell (a scheduled job becoming due, a job we never saw).
-// The pure parts live in store-core.ts and are unit-tested in store.test.ts.
+// The pure parts live in live/, one module per concern, each unit-tested beside it.
 
-import * as api from './api';
-import { ApiError } from './api';
+import { ApiError, listQueues } from './api';
 import { auth } from './auth.svelte';
-import {
-  applyTransition,
-  EventBatcher,
-  frameScheduler,
-  LiveIndex,
-  RateSeries,
-  RecentIds,
-  sortQueues,
-  StreamClient,
-} from './store-core';
+import { EventBatcher, frameScheduler } from './live/event-batcher';
+import { applyTransition, LiveIndex, sortQueues } from './live/queue-counts';
+import { RateSeries } from './live/rate-series';
+import { RecentIds } from './live/recent-ids';
+import { StreamClient } from './live/stream-client';
 import { throttle } from './throttle';
-import type { Job, JobEvent, QueueCounts, StreamState } from './types';
+import type { BoardJob, BoardEvent, QueueCounts, StreamState } from './types';
 
-export type BatchListener = (batch: JobEvent[]) => void;
+type BatchListener = (batch: BoardEvent[]) => void;
 
 const RECENT = 40;
 
@@ -43,7 +37,7 @@ class BoardStore {
   queuesLoaded = $state(false);
   queuesError = $state<unknown>(null);
   /** The newest events, newest first (raw state: replaced whole, at most 4 times a second). */
-  recent = $state.raw<JobEvent[]>([]);
+  recent = $state.raw<BoardEvent[]>([]);
   /** Bumps when the stream (re)opened without a cursor, so events may have been missed: views reload. */
   resyncs = $state(0);
 
@@ -51,9 +45,9 @@ class BoardStore {
   readonly rates = new RateSeries(300);
   #seen = new RecentIds();
   #listeners = new Set<BatchListener>();
-  #batcher = new EventBatcher<JobEvent>((b) => this.#applyBatch(b), frameScheduler);
+  #batcher = new EventBatcher<BoardEvent>((b) => this.#applyBatch(b), frameScheduler);
   #client: StreamClient | null = null;
-  #recentBuf: JobEvent[] = [];
+  #recentBuf: BoardEvent[] = [];
   // The feed is for reading, not for animation: 4 updates a second are plenty.
   #publishRecent = throttle(() => (this.recent = this.#recentBuf), 250);
 
@@ -96,14 +90,14 @@ class BoardStore {
   }
 
   /** Tells the index about jobs fetched over HTTP, so their next event moves the right count. */
-  noteJobs(jobs: Job[]): void {
+  noteJobs(jobs: BoardJob[]): void {
     const now = Date.now();
     for (const j of jobs) this.index.seed(j, now);
   }
 
   async #loadQueues(): Promise<void> {
     try {
-      const qs = await api.listQueues();
+      const qs = await listQueues();
       this.queues = sortQueues(qs);
       this.queuesLoaded = true;
       this.queuesError = null;
@@ -113,7 +107,7 @@ class BoardStore {
     }
   }
 
-  #applyBatch(batch: JobEvent[]): void {
+  #applyBatch(batch: BoardEvent[]): void {
     const now = Date.now();
     const queues = this.queues;
     for (const ev of batch) {

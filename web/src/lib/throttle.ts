@@ -40,7 +40,7 @@ export function throttle(fn: () => unknown, ms: number): Throttled {
     if (timer) return;
     const wait = last + ms - Date.now();
     if (wait <= 0) void run();
-    else timer = setTimeout(run, wait);
+    else timer = setTimeout(() => void run(), wait);
   }) as Throttled;
 
   call.now = () => {

@@ -1,85 +1,45 @@
-// Shapes of the HTTP/SSE API (see shared CONTRACT.md). Kept loose where the server may add fields.
+// The board's view of the HTTP/SSE API. The shapes are declared once, by the server's core and
+// the typed client (the package's `herald/client` export); the board imports them as types only,
+// so no server code reaches the bundle. What is declared here is the board's own: a job row that
+// may be known only from stream events, and the filters and states of its views.
+import type { ApiJobEvent, Job, JobStatus, QueueCounts } from 'herald/client';
 
-export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+export type { BulkAction, EnqueueInput, EventType, Health, HistoryBucket, HistoryRange, Job, JobPage, JobStatus, QueueCounts, WorkerInfo } from 'herald/client';
 
 /** The buckets `GET /api/queues` counts: a queued job whose runAt is still ahead counts as `scheduled`. */
-export type CountBucket = 'queued' | 'scheduled' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+export type CountBucket = Exclude<keyof QueueCounts, 'queue'>;
 
-export const JOB_STATUSES: JobStatus[] = ['queued', 'running', 'succeeded', 'failed', 'cancelled'];
-export const COUNT_BUCKETS: CountBucket[] = ['queued', 'scheduled', 'running', 'succeeded', 'failed', 'cancelled'];
+// Records keyed by the unions, so a status or bucket added to the API fails the build here.
+export const JOB_STATUSES = Object.keys({
+  queued: 1,
+  running: 1,
+  succeeded: 1,
+  failed: 1,
+  cancelled: 1,
+} satisfies Record<JobStatus, 1>) as JobStatus[];
+export const COUNT_BUCKETS = Object.keys({
+  queued: 1,
+  scheduled: 1,
+  running: 1,
+  succeeded: 1,
+  failed: 1,
+  cancelled: 1,
+} satisfies Record<CountBucket, 1>) as CountBucket[];
 
-export type EventType =
-  | 'enqueued'
-  | 'claimed'
-  | 'progress'
-  | 'succeeded'
-  | 'retry_scheduled'
-  | 'failed'
-  | 'cancel_requested'
-  | 'cancelled'
-  | 'lease_expired'
-  | 'released'
-  | 'retried';
-
-export interface JobError {
-  message: string;
-  stack?: string;
-  [key: string]: unknown;
-}
-
-export interface Progress {
-  percent: number;
-  message: string | null;
-}
-
-export interface Job {
-  id: string;
-  queue: string;
-  kind: string;
-  payload: unknown;
+/**
+ * A job as the board holds it: the API's Job, except that a row built from stream events alone
+ * (`partial`) does not know its priority, attempts limit or creation time yet, nor its payload.
+ */
+export type BoardJob = Omit<Job, 'priority' | 'maxAttempts' | 'runAt' | 'createdAt'> & {
   priority: number | null;
-  status: JobStatus;
-  attempt: number;
   maxAttempts: number | null;
-  requires: string[];
-  idempotencyKey: string | null;
   runAt: string | null;
   createdAt: string | null;
-  startedAt: string | null;
-  finishedAt: string | null;
-  lockedBy: string | null;
-  leaseExpiresAt: string | null;
-  cancelRequested: boolean;
-  progress: Progress | null;
-  result: unknown;
-  lastError: JobError | null;
-  /** Board-only: the row was built from a stream event, so payload/result are not loaded. */
   partial?: boolean;
-}
+};
 
-/** One `event: job` message of `/api/events` (and one entry of `/api/jobs/:id/events`). */
-export interface JobEvent {
-  eventId: string;
-  jobId: string;
-  queue: string;
-  kind: string;
-  type: EventType;
-  status: JobStatus;
-  attempt: number;
-  worker: string | null;
-  at: string;
-  data: Record<string, unknown> | null;
-}
-
-export interface QueueCounts {
-  queue: string;
-  queued: number;
-  scheduled: number;
-  running: number;
-  succeeded: number;
-  failed: number;
-  cancelled: number;
-}
+/** A job event as the board holds it: `data` checked to be an object (or null) on arrival. */
+export type BoardEvent = Omit<ApiJobEvent, 'data'> & { data: Record<string, unknown> | null };
 
 export interface JobFilter {
   queue?: string;
@@ -92,29 +52,6 @@ export interface JobFilter {
   error?: string;
   createdAfter?: string;
   createdBefore?: string;
-}
-
-export interface WorkerInfo {
-  worker: string;
-  running: number;
-  since: string | null;
-  jobs: string[];
-}
-
-export interface TableHealth {
-  name: string;
-  liveTuples: number | null;
-  deadTuples: number | null;
-  lastAutovacuum: string | null;
-  lastVacuum: string | null;
-}
-
-export interface Health {
-  ok: boolean;
-  db: 'up' | 'down';
-  listener: 'up' | 'down' | 'polling';
-  streamLagMs?: number | null;
-  tables?: TableHealth[];
 }
 
 export type StreamState = 'connecting' | 'live' | 'reconnecting';

@@ -1,0 +1,58 @@
+// The first page of the jobs table, kept current from the stream.
+import type { BoardEvent, BoardJob, JobFilter } from '../types';
+import { compareIds } from './ids';
+import { applyEventToJob, jobFromEvent } from './job-updates';
+
+export function matchesFilter(job: { queue: string; kind: string; status: string }, f: JobFilter): boolean {
+  if (f.queue && job.queue !== f.queue) return false;
+  if (f.kind && job.kind !== f.kind) return false;
+  if (f.status && job.status !== f.status) return false;
+  return true;
+}
+
+/**
+ * Applies a batch of events to the first page of the jobs table (newest first, by id).
+ * Rows on the page are updated in place. A job not on the page is added at its sorted place when,
+ * after the event, it matches the filter and belongs on this page; then the page is trimmed to
+ * `limit` rows and the returned `next` cursor follows the last kept row.
+ * Rows that stop matching the filter stay (marked by the caller) so nothing jumps under the pointer.
+ * With `firstPage: false` nothing is added, and the events of jobs not on the page come back in
+ * `missed` (the jobs table applies those to page one a few times a second, not every frame).
+ */
+export function mergeIntoPage(
+  rows: BoardJob[],
+  batch: BoardEvent[],
+  opts: { filter: JobFilter; limit: number; firstPage: boolean; next: string | null },
+): { rows: BoardJob[]; next: string | null; changed: boolean; missed: BoardEvent[] } {
+  const byId = new Map<string, BoardJob>();
+  for (const r of rows) byId.set(r.id, r);
+  let added: BoardJob[] | null = null;
+  const missed: BoardEvent[] = [];
+  for (const ev of batch) {
+    const row = byId.get(ev.jobId);
+    if (row) {
+      applyEventToJob(row, ev);
+      continue;
+    }
+    if (!opts.firstPage) {
+      missed.push(ev);
+      continue;
+    }
+    if (!matchesFilter(ev, opts.filter)) continue;
+    const job = jobFromEvent(ev);
+    byId.set(job.id, job);
+    (added ??= []).push(job);
+  }
+  if (!added) return { rows, next: opts.next, changed: false, missed };
+
+  const full = rows.length >= opts.limit || opts.next !== null;
+  const oldest = rows.length ? rows[rows.length - 1].id : null;
+  // A job older than the page's last row belongs to a later page when the page is full.
+  const fits = added.filter((j) => !full || oldest === null || compareIds(j.id, oldest) > 0);
+  if (fits.length === 0) return { rows, next: opts.next, changed: false, missed };
+
+  const merged = [...rows, ...fits].sort((a, b) => compareIds(b.id, a.id));
+  if (merged.length <= opts.limit) return { rows: merged, next: opts.next, changed: true, missed };
+  const kept = merged.slice(0, opts.limit);
+  return { rows: kept, next: kept[kept.length - 1].id, changed: true, missed };
+}

@@ -1,0 +1,32 @@
+// Unit tests for rates and latency (rate-series.ts): no browser, no server.
+
+import { describe, expect, it } from 'vitest';
+import { RateSeries } from './rate-series';
+import { ev } from './test-events';
+
+describe('RateSeries', () => {
+  it('buckets rates and enqueue→start latency per second', () => {
+    const base = Date.parse('2026-01-01T00:00:00Z');
+    const s = new RateSeries(60);
+    const at = (ms: number) => new Date(base + ms).toISOString();
+    s.add(ev('1', 'enqueued', 'queued', { at: at(100) }), base);
+    s.add(ev('2', 'enqueued', 'queued', { at: at(900) }), base);
+    s.add(ev('1', 'claimed', 'running', { at: at(1100), data: { lagMs: 10 } }), base);
+    s.add(ev('2', 'claimed', 'running', { at: at(1200), data: { lagMs: 30 } }), base);
+    s.add(ev('1', 'succeeded', 'succeeded', { at: at(1500) }), base);
+    s.add(ev('2', 'failed', 'failed', { at: at(2500) }), base);
+    const d = s.data(base + 3000);
+    expect(d.x).toHaveLength(60);
+    const i0 = d.x.indexOf(base / 1000);
+    expect(d.enqueued[i0]).toBe(2);
+    expect(d.lagAvg[i0]).toBeNull();
+    expect(d.lagAvg[i0 + 1]).toBe(20);
+    expect(d.lagMax[i0 + 1]).toBe(30);
+    expect(d.succeeded[i0 + 1]).toBe(1);
+    expect(d.failed[i0 + 2]).toBe(1);
+    const t = s.totals(60, base + 3000);
+    expect(t).toMatchObject({ enqueued: 2, succeeded: 1, failed: 1, lagAvg: 20, lagMax: 30 });
+    // a minute later everything has slid out of the window
+    expect(s.totals(60, base + 120_000).enqueued).toBe(0);
+  });
+});
