@@ -1,11 +1,15 @@
-// Two loops straight through the core API (no worker runtime, no HTTP), beside a bare-SQL floor
-// (the same work as hand-written SQL, the most any design could get): 10,000 jobs enqueued in
-// batches, then claimed and completed 500 at a time.
+// Two loops straight through the core API (no worker runtime, no HTTP): 10,000 jobs enqueued in
+// batches, then claimed and completed 500 at a time, on one connection.
 //   node bin/run-ts.js bench/core-loop.ts [DATABASE_URL]
+// Besides jobs/s it prints the server backend's CPU time per job when PostgreSQL runs on this
+// machine (read from /proc): on a shared, busy machine that figure moves far less than wall time,
+// so it is the one to compare schema or SQL variants by.
+import fs from 'node:fs';
 import pg from 'pg';
 import { createPool, withDatabase } from '../queue/database.ts';
 import { migrate } from '../queue/migrate.ts';
 import { Queue } from '../queue/queue.ts';
+import { benchDbName } from './peers/harness.ts';
 
 const JOBS = 10_000;
 const BATCH = 500;
@@ -13,10 +17,11 @@ const base = process.argv[2] ?? process.env.DATABASE_URL ?? 'postgres://postgres
 
 const admin = new pg.Client({ connectionString: base });
 await admin.connect();
-await admin.query('DROP DATABASE IF EXISTS herald_core_loop');
-await admin.query('CREATE DATABASE herald_core_loop');
+const name = benchDbName('core_loop');
+await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+await admin.query(`CREATE DATABASE ${name}`);
 await admin.end();
-const url = withDatabase(base, 'herald_core_loop');
+const url = withDatabase(base, name);
 await migrate(url);
 // HERALD_CORE_LOOP_SQL: a schema variant to try (an experiment aid, e.g. dropping an index).
 if (process.env.HERALD_CORE_LOOP_SQL) {
@@ -25,15 +30,37 @@ if (process.env.HERALD_CORE_LOOP_SQL) {
   await c.query(process.env.HERALD_CORE_LOOP_SQL);
   await c.end();
 }
-const pool = createPool(url, { max: 4 });
+const pool = createPool(url, { max: 1 });
 const q = new Queue(pool);
 
+const backend = (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+/** CPU time of our backend in µs (utime + stime), or NaN when it is not a local process. */
+function backendCpuUs(): number {
+  try {
+    const fields = fs.readFileSync(`/proc/${backend}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS) * 1e6;
+  } catch {
+    return NaN;
+  }
+}
+const CLOCK_TICKS = 100;
+const wal = async () => (await pool.query<{ lsn: string }>(`SELECT pg_current_wal_lsn()::text AS lsn`)).rows[0].lsn;
+const walBytes = async (from: string) => Number((await pool.query<{ d: string }>(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS d`, [from])).rows[0].d);
+
+let cpu = backendCpuUs();
+let lsn = await wal();
 let t = performance.now();
 for (let i = 0; i < JOBS; i += BATCH) {
   await q.enqueueMany(Array.from({ length: BATCH }, (_, j) => ({ kind: 'noop', payload: { n: i + j } })));
 }
 const enqueueMs = performance.now() - t;
+const enqueueCpu = backendCpuUs() - cpu;
+const enqueueWal = await walBytes(lsn);
+// Untimed, as in `npm run bench`: the claim is planned with statistics in place.
+await pool.query('ANALYZE herald.jobs');
 
+cpu = backendCpuUs();
+lsn = await wal();
 t = performance.now();
 let done = 0;
 for (;;) {
@@ -43,6 +70,8 @@ for (;;) {
   done += jobs.length - lost.length;
 }
 const drainMs = performance.now() - t;
+const drainCpu = backendCpuUs() - cpu;
+const drainWal = await walBytes(lsn);
 const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM herald.job_events`);
 const version = (await pool.query<{ server_version: string }>('SHOW server_version')).rows[0].server_version;
 await pool.end();
@@ -51,3 +80,6 @@ console.log(`PostgreSQL ${version}`);
 console.log(`enqueue ${JOBS} in batches of ${BATCH}: ${enqueueMs.toFixed(0)} ms = ${Math.round(JOBS / (enqueueMs / 1000))} jobs/s`);
 console.log(`claim+complete ${done} in batches of ${BATCH}: ${drainMs.toFixed(0)} ms = ${Math.round(done / (drainMs / 1000))} jobs/s`);
 console.log(`events written: ${rows[0].n} (3 per job)`);
+console.log(`server CPU µs/job: enqueue ${(enqueueCpu / JOBS).toFixed(1)}, claim+complete ${(drainCpu / done).toFixed(1)}`);
+// Cluster-wide: other databases' writes on a shared server count too.
+console.log(`WAL bytes/job: enqueue ${Math.round(enqueueWal / JOBS)}, claim+complete ${Math.round(drainWal / done)}`);

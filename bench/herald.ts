@@ -28,6 +28,7 @@ function producer(databaseUrl: string): { pool: pg.Pool; queue: Queue } {
 function tuning(): Partial<WorkerOptions> {
   const t: Partial<WorkerOptions> = {};
   if (process.env.BENCH_HERALD_ASYNC_COMMIT) t.asyncCommit = process.env.BENCH_HERALD_ASYNC_COMMIT !== '0';
+  if (process.env.BENCH_HERALD_CLAIM_AHEAD_MS) t.claimAheadMs = Number(process.env.BENCH_HERALD_CLAIM_AHEAD_MS);
   return t;
 }
 

@@ -1,6 +1,9 @@
-// `npm run bench [-- --json] [-- --rounds N] [-- --only herald,sql] [-- --search]`: Herald against
+// `npm run bench [-- --json] [-- --rounds N] [-- --only herald,sql]`: Herald against
 // graphile-worker (default and batched), pg-boss and a bare-SQL floor, on the same PostgreSQL,
-// in one run. Each runner gets a fresh database of its own (herald_bench_<name>).
+// in one run. `--depth` instead measures Herald's claim at 1k, 100k and 1M queued (depth.ts);
+// `--http` Herald's single POST against a bare Fastify INSERT route (http.ts); `--search` search
+// latency at 1M jobs and a payload GIN index's enqueue cost (search.ts). Each runner gets a fresh database of its own (herald_bench_<name>; BENCH_DB_PREFIX
+// changes the prefix).
 //
 // Sizes: BENCH_JOBS (20000), BENCH_LATENCY_COUNT (300), BENCH_LATENCY_INTERVAL_MS (10).
 // With --rounds N each figure is the median of N runs (the order rotates every round).
@@ -10,6 +13,10 @@ import { openDatabase, withDatabase } from '../queue/database.ts';
 import herald from './herald.ts';
 import { searchBench } from './search.ts';
 import { peers } from './peers/index.ts';
+import { benchDbName } from './peers/harness.ts';
+import { DEPTHS, claimCost } from './depth.ts';
+import { httpBench, type HttpResult } from './http.ts';
+import { migrate } from '../queue/migrate.ts';
 import { percentiles, type Percentiles } from './peers/stats.ts';
 import type { PeerRunner } from './peers/types.ts';
 
@@ -26,14 +33,16 @@ function envInt(name: string, fallback: number): number {
 }
 
 function parseArgs(argv: string[]) {
-  const args = { json: false, search: false, rounds: 1, only: undefined as string[] | undefined };
+  const args = { json: false, depth: false, http: false, search: false, rounds: 1, only: undefined as string[] | undefined };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--json') args.json = true;
+    else if (a === '--depth') args.depth = true;
+    else if (a === '--http') args.http = true;
     else if (a === '--search') args.search = true;
     else if (a === '--rounds') args.rounds = Number(argv[++i]);
     else if (a === '--only') args.only = argv[++i].split(',');
-    else throw new Error(`unknown argument ${a}; usage: bench [--json] [--rounds N] [--only herald,sql,...] [--search]`);
+    else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --http | --search | --rounds N --only herald,sql,...]`);
   }
   if (!Number.isInteger(args.rounds) || args.rounds < 1) throw new Error('--rounds must be a positive integer');
   return args;
@@ -74,10 +83,14 @@ async function main() {
 
   const db = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: process.env.HERALD_DATA_DIR || '.herald' });
   const adminUrl = withDatabase(db.url, 'postgres');
-  if (args.search) {
+  if (args.depth || args.http || args.search) {
     try {
-      const result = await searchBench(await freshDatabase(adminUrl, 'herald_bench_search'), say);
-      process.stdout.write(`${JSON.stringify({ search: result }, null, args.json ? undefined : 2)}\n`);
+      if (args.depth) await depthBench(adminUrl, args.json, say);
+      else if (args.http) await compareHttp(adminUrl, args.json, say);
+      else {
+        const result = await searchBench(await freshDatabase(adminUrl, benchDbName('search')), say);
+        process.stdout.write(`${JSON.stringify({ search: result }, null, args.json ? undefined : 2)}\n`);
+      }
     } finally {
       await db.close();
     }
@@ -92,13 +105,13 @@ async function main() {
       `drain ${jobs} no-op jobs, latency ${count} jobs ${intervalMs} ms apart, concurrency 16, ${args.rounds} round(s)`);
     for (let round = 0; round < args.rounds; round++) {
       for (const r of rotate(runners.filter((r) => DRAIN.includes(r.name)), round)) {
-        const url = await freshDatabase(adminUrl, `herald_bench_${r.name}`);
+        const url = await freshDatabase(adminUrl, benchDbName(r.name));
         const rate = await r.drain(url, jobs);
         drains.set(r.name, [...(drains.get(r.name) ?? []), rate]);
         say(`  round ${round + 1}: ${r.name} drain ${Math.round(rate)} jobs/s`);
       }
       for (const r of rotate(runners.filter((r) => LATENCY.includes(r.name)), round)) {
-        const url = await freshDatabase(adminUrl, `herald_bench_${r.name}`);
+        const url = await freshDatabase(adminUrl, benchDbName(r.name));
         const p = percentiles(await r.latency(url, count, intervalMs));
         latencies.set(r.name, [...(latencies.get(r.name) ?? []), p]);
         say(`  round ${round + 1}: ${r.name} latency p50 ${p.p50.toFixed(1)} / p95 ${p.p95.toFixed(1)} / p99 ${p.p99.toFixed(1)} ms`);
@@ -133,6 +146,50 @@ async function main() {
   for (const [name, n] of silenced) out.push(`(${name} reported ${n} error/warning events during its runs)`);
   process.stdout.write(`${out.join('\n')}\n`);
   if (args.json) process.stdout.write(`${JSON.stringify({ drain, latency })}\n`);
+}
+
+async function depthBench(adminUrl: string, json: boolean, say: (line: string) => void): Promise<void> {
+  say(`Herald depth bench: PostgreSQL ${await serverVersion(adminUrl)}, one claim of 16 + its completion, N queued and N finished`);
+  const depth: Record<string, number> = {};
+  for (const n of DEPTHS) {
+    const url = await freshDatabase(adminUrl, benchDbName(`depth_${n}`));
+    depth[n] = Math.round((await claimCost(url, n, say)) * 100) / 100;
+    say(`  depth ${n}: ${depth[n]} ms`);
+    await dropDatabase(adminUrl, benchDbName(`depth_${n}`));
+  }
+  const base = depth[DEPTHS[0]];
+  process.stdout.write(`\n${'queued (+ as many finished)'.padEnd(30)}${'ms'.padStart(8)}${'× 1k'.padStart(8)}\n`);
+  for (const n of DEPTHS) {
+    process.stdout.write(`${`  ${n.toLocaleString('en-US')}`.padEnd(30)}${depth[n].toFixed(2).padStart(8)}${`${(depth[n] / base).toFixed(2)}×`.padStart(8)}\n`);
+  }
+  if (json) process.stdout.write(`${JSON.stringify({ depth })}\n`);
+}
+
+async function compareHttp(adminUrl: string, json: boolean, say: (line: string) => void): Promise<void> {
+  const seconds = envInt('BENCH_HTTP_SECONDS', 10);
+  say(`Herald HTTP bench: PostgreSQL ${await serverVersion(adminUrl)}, single-job POSTs, 32 connections, ${seconds} s each`);
+  const heraldUrl = await freshDatabase(adminUrl, benchDbName('http_herald'));
+  await migrate(heraldUrl);
+  const bareUrl = await freshDatabase(adminUrl, benchDbName('http_bare'));
+  const r = await httpBench(heraldUrl, bareUrl, seconds);
+  const line = (name: string, x: HttpResult) =>
+    `${`  ${name}`.padEnd(18)}${x.requestsPerSecond.toLocaleString('en-US').padStart(10)}${x.p50.toFixed(1).padStart(8)}${x.p99.toFixed(1).padStart(8)}${String(x.non2xx).padStart(8)}`;
+  process.stdout.write(`\n${'POST, 1 job'.padEnd(18)}${'req/s'.padStart(10)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}${'non-2xx'.padStart(8)}\n`);
+  process.stdout.write(`${line('herald', r.herald)}\n${line('bare INSERT', r.bare)}\n`);
+  process.stdout.write(`herald / bare: ${(r.herald.requestsPerSecond / r.bare.requestsPerSecond).toFixed(2)}×\n`);
+  if (json) process.stdout.write(`${JSON.stringify({ http: { herald: r.herald.requestsPerSecond, bare: r.bare.requestsPerSecond } })}\n`);
+  await dropDatabase(adminUrl, benchDbName('http_herald'));
+  await dropDatabase(adminUrl, benchDbName('http_bare'));
+}
+
+async function dropDatabase(adminUrl: string, name: string): Promise<void> {
+  const c = new pg.Client({ connectionString: adminUrl });
+  await c.connect();
+  try {
+    await c.query(`DROP DATABASE IF EXISTS ${c.escapeIdentifier(name)} WITH (FORCE)`);
+  } finally {
+    await c.end();
+  }
 }
 
 main().catch((err) => {

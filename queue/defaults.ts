@@ -31,6 +31,15 @@ export const DEFAULTS = {
   historyRetentionMs: 30 * 24 * HOUR_MS,
   /** Concurrent jobs per worker process. */
   concurrency: 10,
+  /** Largest claim a worker makes, whatever its free slots. */
+  maxClaim: 500,
+  /**
+   * Claim-ahead horizon: while claims come back full, a worker also claims what it would start
+   * within this many ms at its measured pace, into a local buffer (0: free slots only).
+   */
+  claimAheadMs: 50,
+  /** A buffered job not started after this long goes back to the queue. */
+  claimAheadTtlMs: 5_000,
   host: '127.0.0.1',
   port: 3000,
   dataDir: '.herald',

@@ -128,6 +128,13 @@ describe('migrate', () => {
       // A job claimed before the upgrade finishes after it, and the triggers still log it.
       expect(await queue.complete('w:1:x', [{ id: running.id, attempt: 1, result: null }])).toEqual([]);
       expect((await queue.events(running.id)).map((e) => e.type)).toEqual(['enqueued', 'claimed', 'succeeded']);
+      // Events are keyed by the feed's order (tx, id), with one more index by job: two in all.
+      expect(await query(url, `
+        SELECT indexrelid::regclass::text AS name, pg_get_indexdef(indexrelid) LIKE '%(tx, id)' AS tx_id
+        FROM pg_index WHERE indrelid = 'herald.job_events'::regclass ORDER BY 1`)).toEqual([
+        { name: 'herald.job_events_job', tx_id: false },
+        { name: 'herald.job_events_pkey', tx_id: true },
+      ]);
     } finally {
       await pool.end();
     }

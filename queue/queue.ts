@@ -148,6 +148,9 @@ function canonical(v: unknown): string {
   return JSON.stringify(v ?? null);
 }
 
+/** Coalesced enqueue statements in flight at once (see Queue.enqueue). */
+const ENQUEUE_FLUSHES = 4;
+
 interface PendingEnqueue {
   record: EnqueueRecord;
   resolve: (e: Enqueued) => void;
@@ -203,9 +206,11 @@ export class Queue {
   // ---- producing -------------------------------------------------------------------------
 
   /**
-   * One job. Concurrent calls are coalesced: while one INSERT is in flight, new calls queue up
-   * and go together in the next one. No added latency when idle, and under load one statement
-   * (one commit, one NOTIFY) carries many jobs. Each call still succeeds or fails on its own.
+   * One job. Concurrent calls are coalesced: while INSERTs are in flight, new calls queue up and
+   * go together in the next one. No added latency when idle, and under load one statement (one
+   * commit, one NOTIFY) carries many jobs. Each call still succeeds or fails on its own.
+   * Up to ENQUEUE_FLUSHES statements run at once, so one batch's commit (a WAL flush, the
+   * slowest step) overlaps the next batch's insert instead of holding every caller behind it.
    */
   enqueue(input: EnqueueInput): Promise<Enqueued> {
     return new Promise((resolve, reject) => {
@@ -216,15 +221,15 @@ export class Queue {
         return reject(err);
       }
       this.pending.push({ record, resolve, reject });
-      if (!this.flushing) void this.flushPending();
+      if (this.flushes < ENQUEUE_FLUSHES) void this.flushPending();
     });
   }
 
   private pending: PendingEnqueue[] = [];
-  private flushing = false;
+  private flushes = 0;
 
   private async flushPending(): Promise<void> {
-    this.flushing = true;
+    this.flushes++;
     while (this.pending.length) {
       const batch = this.pending.splice(0, 500);
       try {
@@ -241,7 +246,7 @@ export class Queue {
         }
       }
     }
-    this.flushing = false;
+    this.flushes--;
   }
 
   /** All or nothing: one transaction. Results come back in input order. */

@@ -35,6 +35,8 @@ export class Claimer {
   private dueTimer?: NodeJS.Timeout;
   private dueAt: number | null = null;
   private lastDueAt = 0;
+  /** The last claim came back full: more work is probably waiting (it may be claimed ahead). */
+  backlogged = false;
 
   constructor(private readonly opts: ClaimerOptions) {}
 
@@ -101,6 +103,7 @@ export class Claimer {
       return;
     }
     this.failures = 0;
+    this.backlogged = got === limit;
     if (log.isLevelEnabled('debug')) log.debug({ reason, limit, claimed: got, ms: Math.round(performance.now() - t0) }, 'claim');
     if (got === limit) {
       this.reason = 'full batch';

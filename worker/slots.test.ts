@@ -9,13 +9,14 @@ import type { Task } from './tasks.ts';
 const job = (id: string, kind = 'hold'): Job => ({ id, kind, attempt: 1, payload: {}, queue: 'q' }) as Job;
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
-function harness(capacity: number, maxUnwritten: number) {
+function harness(capacity: number, maxUnwritten: number, ahead = 0) {
   const outcomes: { id: string; ok: boolean; value: unknown; final?: boolean }[] = [];
   const release = new Map<string, (v: unknown) => void>();
   const hold: Task = (_p, ctx) => new Promise((resolve) => release.set(ctx.job.id, resolve));
   const slots = new Slots({
     capacity,
     maxUnwritten,
+    ahead: () => ahead,
     worker: 'w',
     tasks: new Map([['hold', hold]]),
     logger: pino({ level: 'silent' }),
@@ -79,6 +80,54 @@ describe('Slots', () => {
     await tick();
     expect(outcomes).toEqual([]);
     expect(slots.free).toBe(1);
+  });
+
+  it('buffers jobs claimed beyond its slots, renews them, and starts each as a slot frees', async () => {
+    const started: string[] = [];
+    const { slots, release } = harness(1, 10, 2);
+    expect(slots.free).toBe(3); // one slot + two ahead
+    for (const id of ['1', '2', '3']) slots.start(job(id));
+    await tick();
+    for (const id of release.keys()) started.push(id);
+    expect(started).toEqual(['1']);
+    expect(slots.buffered).toBe(2);
+    expect(slots.leases().map((l) => l.id)).toEqual(['1', '2', '3']); // buffered leases are renewed too
+    release.get('1')!('done');
+    await tick();
+    expect([...release.keys()]).toEqual(['1', '2']); // the next in claim order runs, no claim needed
+    expect(slots.buffered).toBe(1);
+  });
+
+  it('refills its buffer when half of it has drained, not after every job', async () => {
+    const { slots, release } = harness(1, 10, 3);
+    for (const id of ['1', '2', '3', '4']) slots.start(job(id));
+    expect(slots.free).toBe(0);
+    release.get('1')!(1);
+    await tick();
+    slots.settled({ id: '1', attempt: 1 });
+    expect(slots.free).toBe(0); // one of four places free: wait
+    release.get('2')!(2);
+    await tick();
+    slots.settled({ id: '2', attempt: 1 });
+    expect(slots.free).toBe(2); // half free: claim
+  });
+
+  it('a cancelled buffered job never runs and ends cancelled; buffered jobs can be handed back', async () => {
+    const { slots, outcomes, release } = harness(1, 10, 3);
+    for (const id of ['1', '2', '3', '4']) slots.start(job(id));
+    expect(slots.cancel({ id: '3', attempt: 1 })).toBe(true);
+    expect(outcomes).toEqual([{ id: '3', ok: false, value: expect.objectContaining({ name: 'JobCancelledError' }), final: false }]);
+    expect(slots.takeBuffered().map((l) => l.id)).toEqual(['2', '4']);
+    expect(slots.buffered).toBe(0);
+    expect(slots.leases().map((l) => l.id)).toEqual(['1', '3']); // the running one, and the cancel being written
+    release.get('1')!('done');
+    await tick();
+    expect([...release.keys()]).toEqual(['1']); // nothing handed back ever starts
+    // Only buffered jobs older than the TTL go back.
+    slots.start(job('5'));
+    slots.start(job('6'));
+    expect(slots.takeBuffered(60_000)).toEqual([]);
+    expect(slots.takeBuffered(0)).toEqual([{ id: '6', attempt: 1 }]);
   });
 
   it('orders ids numerically', () => {

@@ -1,6 +1,9 @@
-// The worker's N slots: which jobs it holds, and running a handler with its context.
+// The worker's N slots, and a bounded buffer of claimed jobs waiting for one: which jobs it
+// holds, and running a handler with its context.
 //
 // A held job is in one of these states:
+//   buffered   claimed ahead of a free slot: leased and renewed like the others, it starts when a
+//              slot frees (no round trip), or goes back to the queue at shutdown or after a TTL
 //   running    its handler is executing (it occupies a slot)
 //   finishing  its handler is done and the outcome waits in the batcher (its lease is renewed)
 //   writing    its outcome is being written right now (not renewed meanwhile: the two writes
@@ -9,6 +12,12 @@
 //              outcome will never be written. It is forgotten at once (no more renewals), but a
 //              handler that ignores its signal keeps its slot until it returns.
 //
+// How much to claim (`free`): the free slots, plus `ahead()` jobs to buffer. The worker sizes
+// `ahead` from its own measured pace (worker.ts), so the buffer holds only what it would start
+// within a few tens of milliseconds: large claims for fast jobs, none ahead for slow ones, and
+// nothing an idle peer would have started sooner. A buffer is refilled when half empty, so a
+// busy worker makes a few large claims rather than one per freed slot.
+//
 // Outcomes not yet written count against claiming too (backpressure): when the database writes
 // outcomes slower than handlers produce them, the worker claims less instead of piling up
 // finished jobs whose leases it must keep renewing.
@@ -16,6 +25,7 @@ import type { Job } from '../queue/job.ts';
 import type { Lease } from '../queue/queue.ts';
 import type { Logger } from '../queue/log.ts';
 import { JobCancelledError, UnknownKindError } from './errors.ts';
+import { Pace } from './pace.ts';
 import type { Task, TaskContext } from './tasks.ts';
 
 /**
@@ -29,13 +39,17 @@ export interface ActiveJob {
   job: Job;
   lease: Lease;
   controller: AbortController;
-  state: 'running' | 'finishing' | 'writing' | 'abandoned';
+  state: 'buffered' | 'running' | 'finishing' | 'writing' | 'abandoned';
+  /** When it was claimed (performance.now()): buffered jobs past their TTL go back. */
+  claimedAt: number;
 }
 
 export interface SlotsOptions {
   capacity: number;
   /** Most outcomes waiting to be written before claiming pauses. */
   maxUnwritten: number;
+  /** How many claimed jobs may wait for a slot right now (0: claim free slots only). */
+  ahead?(): number;
   worker: string;
   tasks: ReadonlyMap<string, Task>;
   logger: Logger;
@@ -48,15 +62,26 @@ export interface SlotsOptions {
 
 export class Slots {
   private readonly held = new Map<string, ActiveJob>();
+  /** Buffered jobs in claim order (priority, then id). */
+  private buffer: ActiveJob[] = [];
+  /** Handlers finished: the pace that sizes the buffer. */
+  readonly pace = new Pace();
   private busy = 0;
   private unwritten = 0;
   private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly opts: SlotsOptions) {}
 
-  /** How many jobs a claim may take now. */
+  /** How many jobs a claim may take now (0: do not claim yet). */
   get free(): number {
-    return Math.min(this.opts.capacity - this.busy, this.opts.maxUnwritten - this.unwritten);
+    const target = this.opts.capacity + (this.opts.ahead?.() ?? 0);
+    const room = Math.min(target - this.busy - this.buffer.length, this.opts.maxUnwritten - this.unwritten);
+    if (this.buffer.length > 0 && room < target / 2) return 0;
+    return Math.max(0, room);
+  }
+
+  get buffered(): number {
+    return this.buffer.length;
   }
 
   /** Every lease to renew (all held jobs but those being written), in id order (see byId). */
@@ -71,10 +96,18 @@ export class Slots {
     return a && a.lease.attempt === lease.attempt ? a : undefined;
   }
 
-  /** Runs a claimed job in a free slot (claims never take more than `free`). */
+  /** Runs a claimed job in a free slot, or buffers it until one frees (claims never take more than `free`). */
   start(job: Job): void {
-    const a: ActiveJob = { job, lease: { id: job.id, attempt: job.attempt }, controller: new AbortController(), state: 'running' };
+    const a: ActiveJob = {
+      job, lease: { id: job.id, attempt: job.attempt }, controller: new AbortController(), state: 'buffered', claimedAt: performance.now(),
+    };
     this.held.set(job.id, a);
+    if (this.busy < this.opts.capacity) this.run(a);
+    else this.buffer.push(a);
+  }
+
+  private run(a: ActiveJob): void {
+    a.state = 'running';
     this.busy++;
     if (this.opts.logger.isLevelEnabled('debug')) {
       this.opts.logger.debug({ job: a.job.id, kind: a.job.kind, attempt: a.job.attempt, queue: a.job.queue }, 'job started');
@@ -99,6 +132,7 @@ export class Slots {
       value = err;
     }
     this.busy--;
+    this.pace.tick();
     const { signal } = a.controller;
     if (a.state === 'abandoned') {
       this.opts.logger.debug({ job: a.job.id, attempt: a.job.attempt }, 'handler of an abandoned job returned; outcome discarded');
@@ -111,6 +145,8 @@ export class Slots {
     } else {
       this.finish(a, () => this.opts.failed(a, value, final));
     }
+    const next = this.buffer.shift();
+    if (next) this.run(next);
     if (this.idleWaiters.length && this.running().length === 0) {
       for (const resolve of this.idleWaiters.splice(0)) resolve();
     }
@@ -144,7 +180,8 @@ export class Slots {
   /** The lease is gone or handed back: fire the signal, forget the job, never write its outcome. */
   abandon(lease: Lease, reason: Error): boolean {
     const a = this.find(lease);
-    if (!a || a.state !== 'running') return false; // a finishing job's fenced write decides
+    if (!a || (a.state !== 'running' && a.state !== 'buffered')) return false; // a finishing job's fenced write decides
+    if (a.state === 'buffered') this.unbuffer(a);
     a.state = 'abandoned';
     this.held.delete(lease.id);
     a.controller.abort(reason);
@@ -153,9 +190,38 @@ export class Slots {
 
   cancel(lease: Lease): boolean {
     const a = this.find(lease);
-    if (!a || a.state !== 'running' || a.controller.signal.aborted) return false;
+    if (!a || a.controller.signal.aborted) return false;
+    if (a.state === 'buffered') {
+      // Never started: record the cancel as its outcome (the fail write ends it cancelled).
+      this.unbuffer(a);
+      a.controller.abort(new JobCancelledError(lease.id));
+      this.finish(a, () => this.opts.failed(a, a.controller.signal.reason, false));
+      this.opts.freed();
+      return true;
+    }
+    if (a.state !== 'running') return false;
     a.controller.abort(new JobCancelledError(lease.id));
     return true;
+  }
+
+  private unbuffer(a: ActiveJob): void {
+    this.buffer = this.buffer.filter((b) => b !== a);
+  }
+
+  /**
+   * Takes buffered jobs out (all of them, or those claimed at least `olderThanMs` ago) and
+   * forgets them: the caller hands them back to the queue. Their handlers never ran.
+   */
+  takeBuffered(olderThanMs = 0): Lease[] {
+    const cutoff = performance.now() - olderThanMs;
+    const taken = this.buffer.filter((a) => a.claimedAt <= cutoff);
+    if (taken.length === 0) return [];
+    this.buffer = this.buffer.filter((a) => a.claimedAt > cutoff);
+    for (const a of taken) {
+      a.state = 'abandoned';
+      this.held.delete(a.lease.id);
+    }
+    return taken.map((a) => a.lease).sort(byId);
   }
 
   /** An outcome write starts (true) or failed and will be retried (false). */

@@ -47,6 +47,14 @@ export interface WorkerOptions {
   /** Largest claim, whatever the free slots. */
   maxClaim?: number;
   /**
+   * Claim-ahead horizon: while the queue has a backlog, claim beyond the free slots as many jobs
+   * as this worker starts in this many ms at its measured pace, and hold them in a local buffer
+   * (leased and renewed). 0 claims free slots only.
+   */
+  claimAheadMs?: number;
+  /** A buffered job not started after this long goes back to the queue (attempt refunded). */
+  claimAheadTtlMs?: number;
+  /**
    * The worker's own connections commit asynchronously (no fsync wait per commit): a claim, renewal or
    * outcome lost in a database crash only means a re-run, which at-least-once allows. Producers'
    * enqueues stay durable: they never go through this pool. Measured on the 2-core dev box
@@ -79,6 +87,7 @@ export class Worker {
   private leases!: LeaseKeeper;
   private completions!: Completions;
   private maintenance!: Maintenance;
+  private bufferTimer?: NodeJS.Timeout;
   private stopping?: Promise<void>;
 
   constructor(private readonly opts: WorkerOptions) {
@@ -128,9 +137,14 @@ export class Worker {
       writing: (leases, now) => this.slots.writing(leases, now),
       settled: (lease) => this.slots.settled(lease),
     });
+    const maxClaim = opts.maxClaim ?? DEFAULTS.maxClaim;
+    const aheadMs = opts.claimAheadMs ?? DEFAULTS.claimAheadMs;
+    const maxAhead = Math.max(0, maxClaim - opts.concurrency);
     this.slots = new Slots({
       capacity: opts.concurrency,
       maxUnwritten: Math.max(2 * opts.concurrency, MAX_UNWRITTEN),
+      // Only while claims come back full: a short queue is left to whichever worker is free.
+      ahead: () => (aheadMs > 0 && this.claimer.backlogged ? Math.min(maxAhead, this.slots.pace.within(aheadMs)) : 0),
       worker: this.id,
       tasks: this.tasks,
       logger: log,
@@ -141,7 +155,7 @@ export class Worker {
     });
     this.claimer = new Claimer({
       pollMs: opts.pollMs ?? DEFAULTS.pollMs,
-      maxBatch: opts.maxClaim ?? 500,
+      maxBatch: maxClaim,
       logger: log,
       freeSlots: () => this.slots.free,
       claim: async (limit) => {
@@ -185,6 +199,8 @@ export class Worker {
     this.claimer.start();
     this.leases.start();
     this.maintenance.start();
+    const ttl = opts.claimAheadTtlMs ?? DEFAULTS.claimAheadTtlMs;
+    this.bufferTimer = setInterval(() => void this.returnBuffered(ttl, 'buffered past its TTL'), Math.max(10, ttl / 2));
     if (!listening) this.claimer.wake('start (polling only)');
     log.info({ listening }, 'worker started');
   }
@@ -198,6 +214,19 @@ export class Worker {
     } else if (channel === CONTROL_CHANNEL && payload === `cancel ${this.id}`) {
       // The renewal's answer says which of our jobs were asked to cancel.
       this.leases.renewNow();
+    }
+  }
+
+  /** Hands buffered jobs (all, or those older than `olderThanMs`) back to the queue, attempt refunded. */
+  private async returnBuffered(olderThanMs: number, why: string): Promise<void> {
+    const leases = this.slots.takeBuffered(olderThanMs);
+    if (leases.length === 0) return;
+    try {
+      const lost = await this.queue.release(this.id, leases);
+      this.log.info({ returned: leases.length - lost.length, lost: lost.length, why }, 'returned buffered jobs to the queue');
+    } catch (err) {
+      // No longer renewed: the reaper requeues them when their lease runs out.
+      this.log.warn({ err: (err as Error).message, jobs: leases.length }, 'could not return buffered jobs; the reaper will requeue them');
     }
   }
 
@@ -237,6 +266,9 @@ export class Worker {
     const graceMs = this.opts.shutdownGraceMs ?? DEFAULTS.shutdownGraceMs;
     log.info({ running: this.slots.running().length, graceMs }, 'worker stopping: no new claims');
     await Promise.all([this.claimer.stop(), this.maintenance.stop()]);
+    clearInterval(this.bufferTimer);
+    // Jobs that never started go back at once; only running ones get the grace period.
+    await this.returnBuffered(0, 'shutdown');
     if (!(await this.slots.whenIdle(graceMs))) {
       const leases = this.slots.running().map((a) => a.lease);
       for (const l of leases) this.slots.abandon(l, new ShutdownError(this.id));
@@ -256,7 +288,7 @@ export class Worker {
 }
 
 /** Adds `-c name=value` to the URL's startup options: set when the session opens, no extra round trip. */
-function withSessionSetting(url: string, name: string, value: string): string {
+export function withSessionSetting(url: string, name: string, value: string): string {
   const u = new URL(url);
   const options = u.searchParams.get('options');
   u.searchParams.set('options', `${options ? `${options} ` : ''}-c ${name}=${value}`);

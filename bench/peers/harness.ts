@@ -2,6 +2,12 @@
 import pg from 'pg';
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/herald_bench';
+
+/**
+ * A bench database's name: `herald_bench_<what>`, or BENCH_DB_PREFIX_<what>, so two benches on one
+ * shared server (each drops and recreates its databases) do not drop each other's.
+ */
+export const benchDbName = (what: string): string => `${process.env.BENCH_DB_PREFIX || 'herald_bench'}_${what}`;
 /** Worker concurrency every peer is run with. */
 export const CONCURRENCY = 16;
 /** Jobs added (and discarded) before latency sampling, so first-use costs aren't sampled. */

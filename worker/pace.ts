@@ -1,0 +1,43 @@
+// How fast this worker gets through jobs: handlers finished per ms over the last window. It sizes
+// the claim-ahead buffer (see slots.ts): a worker buffers at most what it would start within a
+// short horizon at its own measured pace, so fast no-op work moves in large claims while slow
+// jobs are claimed one free slot at a time and stay in the database for idle peers.
+
+/** Two buckets of this length: the rate covers the last 1-2 windows. */
+const WINDOW_MS = 100;
+
+export class Pace {
+  private current = 0;
+  private previous = 0;
+  /** False until the first window has passed: the rate then covers only the time since start. */
+  private full = false;
+  private bucketStart: number;
+
+  constructor(private readonly now: () => number = () => performance.now()) {
+    this.bucketStart = now();
+  }
+
+  private roll(t: number): void {
+    const elapsed = t - this.bucketStart;
+    if (elapsed < WINDOW_MS) return;
+    // One bucket passed: shift; two or more: both are stale (an idle window counts as zero).
+    this.previous = elapsed < 2 * WINDOW_MS ? this.current : 0;
+    this.full = true;
+    this.current = 0;
+    this.bucketStart = elapsed < 2 * WINDOW_MS ? this.bucketStart + WINDOW_MS : t;
+  }
+
+  /** A handler finished. */
+  tick(): void {
+    this.roll(this.now());
+    this.current++;
+  }
+
+  /** Jobs this worker would finish in `horizonMs` at its recent pace (0 when it has none yet). */
+  within(horizonMs: number): number {
+    const t = this.now();
+    this.roll(t);
+    const covered = Math.max(1, t - this.bucketStart + (this.full ? WINDOW_MS : 0));
+    return Math.floor(((this.current + this.previous) / covered) * horizonMs);
+  }
+}
