@@ -11,7 +11,7 @@ import { StatementRunner, type Executor, type Result, type Statement } from './s
 import { enqueueJobs, jobsByIdempotencyKey, type EnqueueRecord } from './sql/enqueue.ts';
 import { claimJobs, nextRunAt } from './sql/claim.ts';
 import { completeJobs, failJobs, releaseJobs, renewLeases, reportProgress } from './sql/lease.ts';
-import { cancelJob, retryJob, setActor } from './sql/admin.ts';
+import { cancelJob, retryJob, stampActor } from './sql/admin.ts';
 import { bulkStatements, countJobs, listJobs, windowFloor, type BulkAction } from './sql/search.ts';
 import { lockHistory, pruneHistory, readHistory, recordDepth, rollupEvents } from './sql/history.ts';
 import { HISTORY_RANGES, rangeStart, toBuckets, type HistoryBucket, type HistoryRange } from './history.ts';
@@ -391,12 +391,13 @@ export class Queue {
 
   // ---- administration ---------------------------------------------------------------------
 
-  /** Runs fn in one transaction whose events name `actor` (data.by); plain pool without one. */
+  /** Runs fn in one transaction whose events then name `actor` (data.by); on the pool without one. */
   private async as<T>(actor: Actor | undefined, fn: (db: Executor) => Promise<T>): Promise<T> {
     if (!actor) return fn(this.pool);
     return inTransaction(this.pool, async (c) => {
-      await this.run(setActor, [JSON.stringify(actor)], c);
-      return fn(c);
+      const result = await fn(c);
+      await this.run(stampActor, [JSON.stringify(actor)], c);
+      return result;
     });
   }
 

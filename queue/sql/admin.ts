@@ -28,5 +28,13 @@ export const cancelJob = statement<[id: string], JobRow>('cancel', `UPDATE heral
 
 export const retryJob = statement<[id: string], JobRow>('retry', `UPDATE herald.jobs SET ${RETRY.set} WHERE id = $1 AND ${RETRY.where} RETURNING *`);
 
-/** Names who acts for the rest of the transaction (JSON); the job_events_actor trigger copies it into data.by. */
-export const setActor = statement<[actor: string], { set_config: string }>('set_actor', `SELECT set_config('herald.actor', $1, true)`);
+/**
+ * Signs the events this transaction wrote with who asked for it (data.by, JSON $1). Run last in a
+ * manual action's transaction: its events are not visible to anyone yet, so this is still their
+ * first version as readers see it. Found by the key (tx, id); nothing on the workers' path pays.
+ */
+export const stampActor = statement<[actor: string]>(
+  'stamp_actor',
+  `UPDATE herald.job_events SET data = coalesce(data, '{}'::jsonb) || jsonb_build_object('by', $1::jsonb)
+WHERE tx = pg_current_xact_id_if_assigned()`,
+);
