@@ -467,24 +467,23 @@ export class Queue {
   /**
    * Rolls new events up into per-minute queue history, records each queue's depth for this
    * minute and drops history past 30 days. One process at a time: returns null at once when
-   * another holds the rollup, else how many events it added.
+   * another holds the rollup, else how many events it added. Each step is its own short
+   * transaction (see rollupEvents): the event stream waits on any open transaction that has
+   * written, so none of these may count a large table while holding one.
    */
   async rollupHistory(batchSize = 20_000): Promise<number | null> {
+    const locked = async <T>(fn: (c: Executor) => Promise<T>): Promise<T | null> =>
+      inTransaction(this.pool, async (c) => ((await this.run(lockHistory, [], c)).rows[0].locked ? fn(c) : null));
     let total = 0;
     for (;;) {
-      const n = await inTransaction(this.pool, async (c) => {
-        if (!(await this.run(lockHistory, [], c)).rows[0].locked) return null;
-        const read = (await this.run(rollupEvents, [batchSize], c)).rows[0].n;
-        if (read < batchSize) {
-          await this.run(recordDepth, [], c);
-          await this.run(pruneHistory, [DEFAULTS.historyRetentionMs], c);
-        }
-        return read;
-      });
+      const n = await locked(async (c) => (await this.run(rollupEvents, [batchSize], c)).rows[0].n);
       if (n === null) return total > 0 ? total : null;
       total += n;
-      if (n < batchSize) return total;
+      if (n < batchSize) break;
     }
+    await locked((c) => this.run(recordDepth, [], c));
+    await locked((c) => this.run(pruneHistory, [DEFAULTS.historyRetentionMs], c));
+    return total;
   }
 
   /** A queue's history over the range, in its buckets, oldest first. */

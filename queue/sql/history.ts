@@ -11,14 +11,17 @@ const minuteOf = (col: string) => `date_bin('1 minute', ${col}, timestamptz '200
 /**
  * Adds up to $1 events after the cursor, read from the gap-free feed (below the transaction
  * horizon, in (tx, id) order, so a late commit is never skipped), into their queue's minute,
- * and moves the cursor past them, all in one transaction: every event is counted once.
+ * and moves the cursor past them, all in one transaction: every event is counted once. The
+ * cursor needs no row lock: the caller holds the rollup's advisory lock. So the transaction
+ * takes its id only when the writes begin, after the reading and counting: a transaction id
+ * holds the event stream's horizon back, and this one is held for the writes alone.
  * Returns how many events it read.
  */
 export const rollupEvents = statement<[limit: number], { n: number }>(
   'history_rollup',
   `
 WITH cur AS (
-  SELECT tx, event_id FROM herald.stats_cursor WHERE id = 1 FOR UPDATE
+  SELECT tx, event_id FROM herald.stats_cursor WHERE id = 1
 ),
 ev AS (
   SELECT e.tx, e.id, e.queue, e.type, ${minuteOf('e.at')} AS minute, e.data
