@@ -2,10 +2,12 @@
 // graphile-worker (default and batched), pg-boss and a bare-SQL floor, on the same PostgreSQL,
 // in one run. `--depth` instead measures Herald's claim at 1k, 100k and 1M queued (depth.ts);
 // `--http` Herald's single POST against a bare Fastify INSERT route (http.ts); `--search` search
-// latency at 1M jobs and a payload GIN index's enqueue cost (search.ts). Each runner gets a fresh database of its own (herald_bench_<name>; BENCH_DB_PREFIX
+// latency at 1M jobs and a payload GIN index's enqueue cost (search.ts). Each runner gets a
+// fresh database of its own (herald_bench_<name>; BENCH_DB_PREFIX
 // changes the prefix).
 //
 // Sizes: BENCH_JOBS (20000), BENCH_LATENCY_COUNT (300), BENCH_LATENCY_INTERVAL_MS (10).
+// `npm run bench -- --sse`: POST → every SSE client at 1, 10, 100 and 1,000 clients (server-sse-latency.ts).
 // With --rounds N each figure is the median of N runs (the order rotates every round).
 import os from 'node:os';
 import pg from 'pg';
@@ -19,6 +21,7 @@ import { httpBench, type HttpResult } from './http.ts';
 import { migrate } from '../queue/migrate.ts';
 import { percentiles, type Percentiles } from './peers/stats.ts';
 import type { PeerRunner } from './peers/types.ts';
+import { sseLatency, sseTable } from './server-sse-latency.ts';
 
 /** The runners in --json order; graphile_batched has no latency entry (the same LISTEN path as graphile). */
 const DRAIN = ['herald', 'graphile', 'graphile_batched', 'pgboss', 'sql'];
@@ -33,7 +36,7 @@ function envInt(name: string, fallback: number): number {
 }
 
 function parseArgs(argv: string[]) {
-  const args = { json: false, depth: false, http: false, search: false, rounds: 1, only: undefined as string[] | undefined };
+  const args = { json: false, depth: false, http: false, sse: false, search: false, rounds: 1, only: undefined as string[] | undefined };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--json') args.json = true;
@@ -42,7 +45,8 @@ function parseArgs(argv: string[]) {
     else if (a === '--search') args.search = true;
     else if (a === '--rounds') args.rounds = Number(argv[++i]);
     else if (a === '--only') args.only = argv[++i].split(',');
-    else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --http | --search | --rounds N --only herald,sql,...]`);
+    else if (a === '--sse') args.sse = true;
+    else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --http | --sse | --search | --rounds N --only herald,sql,...]`);
   }
   if (!Number.isInteger(args.rounds) || args.rounds < 1) throw new Error('--rounds must be a positive integer');
   return args;
@@ -76,6 +80,7 @@ const rotate = <T>(xs: T[], k: number) => xs.map((_, i) => xs[(i + k) % xs.lengt
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
+  if (args.sse) return sse(args.json);
   const jobs = envInt('BENCH_JOBS', 20_000);
   const count = envInt('BENCH_LATENCY_COUNT', 300);
   const intervalMs = envInt('BENCH_LATENCY_INTERVAL_MS', 10);
@@ -190,6 +195,21 @@ async function dropDatabase(adminUrl: string, name: string): Promise<void> {
   } finally {
     await c.end();
   }
+}
+
+// `--sse`: POST → every SSE client, by client count (see server-sse-latency.ts). Sizes:
+// BENCH_SSE_COUNT (60) jobs, BENCH_SSE_INTERVAL_MS (100) apart, per client count.
+async function sse(json: boolean) {
+  const say = (line: string) => process.stderr.write(`${line}\n`);
+  say(`Herald SSE bench: ${os.cpus().length} cores, clients 1, 10, 100, 1000`);
+  const result = await sseLatency({
+    clients: [1, 10, 100, 1000],
+    count: envInt('BENCH_SSE_COUNT', 60),
+    intervalMs: envInt('BENCH_SSE_INTERVAL_MS', 100),
+    say,
+  });
+  process.stdout.write(`\n${sseTable(result)}\n`);
+  if (json) process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 
 main().catch((err) => {

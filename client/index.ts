@@ -3,7 +3,7 @@
 // Last-Event-ID after a dropped connection, so a consumer sees every event exactly once.
 import { createParser } from 'eventsource-parser';
 import type { Job, JobEvent } from '../queue/job.ts';
-import type { EnqueueInput as CoreEnqueueInput, JobPage, Queue, QueueCount } from '../queue/queue.ts';
+import type { EnqueueInput as CoreEnqueueInput, FeedHolder, JobPage, Queue, QueueCount } from '../queue/queue.ts';
 import type { HistoryBucket, HistoryRange } from '../queue/history.ts';
 import type { EventType, JobStatus } from '../queue/schema.ts';
 import type { BulkAction } from '../queue/sql/search.ts';
@@ -62,6 +62,8 @@ export interface Health {
   db: 'up' | 'down';
   listener: 'up' | 'down' | 'polling';
   streamLagMs: number | null;
+  /** The transaction of this database that holds the stream back (open 1 s or more), or null. */
+  streamHeldBy: FeedHolder | null;
   tables: Awaited<ReturnType<Queue['tableStats']>>;
 }
 

@@ -85,7 +85,7 @@ async function ensureDatabase(port: number, database: string): Promise<void> {
  */
 export async function startEmbedded(
   dir: string,
-  opts: { database?: string; port?: number } = {},
+  opts: { database?: string; port?: number; /** Extra server settings (-c name=value), e.g. for tests. */ settings?: Record<string, string> } = {},
 ): Promise<EmbeddedPostgres> {
   const dataDir = path.resolve(dir);
   const pgdata = path.join(dataDir, 'pgdata');
@@ -126,7 +126,7 @@ export async function startEmbedded(
     },
   });
   const logFile = path.join(pgdata, 'postgres.log');
-  const cluster = new PgCtl(pgdata, logFile);
+  const cluster = new PgCtl(pgdata, logFile, opts.settings ?? {});
   try {
     if (!initialised) await instance.initialise();
     await cluster.start(port);
@@ -163,13 +163,15 @@ class PgCtl {
   constructor(
     private readonly pgdata: string,
     private readonly logFile: string,
+    private readonly settings: Record<string, string> = {},
   ) {}
 
   async start(port: number): Promise<void> {
     this.bin = await pgCtlPath();
     this.user = postgresUser();
     const logStart = fileSize(this.logFile);
-    const flags = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=300`;
+    const extra = Object.entries(this.settings).map(([k, v]) => ` -c ${k}=${v}`).join('');
+    const flags = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=300${extra}`;
     try {
       await this.run(['start', '-D', this.pgdata, '-l', this.logFile, '-w', '-t', '60', '-o', flags]);
     } catch (err) {

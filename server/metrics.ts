@@ -95,6 +95,33 @@ export function createMetrics(queue: Queue, hub: EventHub): Registry {
     },
   });
 
+  // The session that holds the stream back (see hub.holder): its transaction's age and its query's
+  // start, labelled with who it is, so an alert can say what to end. No series while none does.
+  let holder: { at: number; value: ReturnType<EventHub['holder']> } | undefined;
+  const currentHolder = () => {
+    if (!holder || Date.now() - holder.at > 1000) holder = { at: Date.now(), value: hub.holder().catch(() => null) };
+    return holder.value;
+  };
+  const holderGauge = (name: string, help: string, pick: (h: NonNullable<Awaited<ReturnType<EventHub['holder']>>>) => number | null) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['pid', 'application_name', 'state', 'xid', 'gid'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        const h = await currentHolder();
+        const v = h && pick(h);
+        if (h && v !== null) this.set({ pid: String(h.pid ?? ''), application_name: h.applicationName ?? '', state: h.state ?? '', xid: h.xid, gid: h.gid ?? '' }, v);
+      },
+    });
+  holderGauge('herald_stream_holder_transaction_age_seconds', 'Age of the open transaction that holds the event stream back (named once open 1 s)', (h) =>
+    h.ageMs === null ? null : h.ageMs / 1000,
+  );
+  holderGauge('herald_stream_holder_query_start_timestamp_seconds', "Start of that session's current or last query, Unix time", (h) =>
+    h.queryStart ? Date.parse(h.queryStart) / 1000 : null,
+  );
+
   // The three table gauges share one read per scrape.
   let stats: { at: number; rows: ReturnType<Queue['tableStats']> } | undefined;
   const tableStats = () => {

@@ -283,6 +283,21 @@ export const health = reply({
   db: { type: 'string', enum: ['up', 'down'] },
   listener: { type: 'string', enum: ['up', 'down', 'polling', 'connecting'] },
   streamLagMs: nullable('number'),
+  streamHeldBy: {
+    ...reply({
+      xid: { type: 'string' },
+      pid: nullable('integer'),
+      applicationName: nullable('string'),
+      state: nullable('string', { description: "pg_stat_activity's state, or 'prepared' for a prepared transaction" }),
+      gid: nullable('string', { description: 'a prepared transaction’s name' }),
+      transactionStart: nullable('string', { format: 'date-time' }),
+      queryStart: nullable('string', { format: 'date-time' }),
+      ageMs: nullable('number'),
+    }),
+    type: ['object', 'null'],
+    description:
+      'The open transaction of this database that holds the event stream back (events committed after it wait until it ends), once it has been open 1 s; null when none does',
+  },
   tables: {
     type: 'array',
     items: reply({

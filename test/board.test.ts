@@ -12,6 +12,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
@@ -19,6 +20,7 @@ import { ensureFreshBoard, launchChromium } from './support/board.ts';
 import { spawnHerald, type HeraldProcess } from './support/herald-process.ts';
 import { GATED_TASKS_DIR, Gates } from './support/gates.ts';
 import { startServer, waitUntil } from './system/support.ts';
+import { postToRow } from '../bench/board-latency.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ARTIFACTS = path.join(ROOT, 'test-artifacts');
@@ -183,37 +185,13 @@ describe('the board in Chromium', () => {
     // reply to the moment the job's row is in the DOM (a MutationObserver, so no polling delay).
     // The table adds new rows at most 4 times a second, so two series: jobs enqueued one at a
     // time (a pause before each lets that limiter go idle) and jobs enqueued back to back.
-    const measure = (n: number) =>
-      page.evaluate(async (payload) => {
-        const sent = performance.now();
-        const res = await fetch('/api/jobs', {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ kind: 'echo', queue: 'board', payload }),
-        });
-        if (res.status !== 201) throw new Error(`enqueue answered ${res.status}: ${await res.text()}`);
-        const job = (await res.json()) as { id: string };
-        const t0 = performance.now();
-        const sel = `[data-testid="job-row-${job.id}"]`;
-        return new Promise<{ id: string; ms: number; fromSend: number }>((resolve, reject) => {
-          const done = () => {
-            obs.disconnect();
-            clearTimeout(timer);
-            const now = performance.now();
-            resolve({ id: job.id, ms: now - t0, fromSend: now - sent });
-          };
-          const obs = new MutationObserver(() => document.querySelector(sel) && done());
-          const timer = setTimeout(() => (obs.disconnect(), reject(new Error(`row ${job.id} did not appear within 20 s`))), 20_000);
-          obs.observe(document.body, { childList: true, subtree: true });
-          if (document.querySelector(sel)) done();
-        });
-      }, { n });
+    const measure = () => postToRow(page, 'board');
     const series = { oneAtATime: [] as number[], oneAtATimeFromSend: [] as number[], backToBack: [] as number[] };
     for (let i = 0; i < 12; i++) {
       const backToBack = i >= 6;
       if (!backToBack) await new Promise((r) => setTimeout(r, 400)); // lets the limiter go idle: pacing, not waiting
-      const sample = await measure(i);
-      series[backToBack ? 'backToBack' : 'oneAtATime'].push(sample.ms);
+      const sample = await measure();
+      series[backToBack ? 'backToBack' : 'oneAtATime'].push(sample.fromReply);
       if (!backToBack) series.oneAtATimeFromSend.push(sample.fromSend);
       await rowStatus(page, sample.id, 'succeeded');
     }
@@ -435,6 +413,41 @@ describe('the board in Chromium', () => {
     expectCleanTab(detail);
     expectCleanTab(table);
     await context.close();
+  });
+
+  it('Health names the session that holds the stream back, with a visible warning, until it ends', async () => {
+    const writer = new pg.Client({ connectionString: db.url, application_name: 'board-test:long-writer' });
+    await writer.connect();
+    const tab = await openTab(server.url, '#/health');
+    const { page } = tab;
+    try {
+      await page.waitForSelector(tid('health-db'));
+      expect(await page.$(tid('stream-held-warning'))).toBeNull();
+      const pid = (await writer.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+      await writer.query('BEGIN');
+      await writer.query(`INSERT INTO herald.jobs (kind, queue) VALUES ('long-writer', 'held')`);
+      await enqueue({ kind: 'echo', queue: 'held' }); // committed after the writer's xid: held back
+      const warning = await page.waitForSelector(tid('stream-held-warning'), { timeout: 30_000 });
+      expect(await warning.isVisible()).toBe(true);
+      expect(await page.textContent(tid('held-pid'))).toBe(String(pid));
+      expect(await page.textContent(tid('held-application'))).toBe('board-test:long-writer');
+      expect(await page.textContent(tid('held-state'))).toBe('idle in transaction');
+      expect(await page.textContent(tid('held-query-start'))).not.toBe('—');
+      // Every page says so in its header, and links here.
+      await page.goto(`${server.url}/#/jobs`);
+      const badge = await page.waitForSelector(tid('header-stream-held'), { timeout: 30_000 });
+      expect(await badge.textContent()).toContain(`pid ${pid}`);
+      await badge.click();
+      await page.waitForSelector(tid('stream-held-warning'));
+      await shot(page, 'board-health-held.png');
+      await writer.query('COMMIT');
+      await page.waitForSelector(tid('stream-held-warning'), { state: 'detached', timeout: 30_000 });
+      await page.waitForSelector(tid('header-stream-held'), { state: 'detached', timeout: 30_000 });
+      expectCleanTab(tab);
+    } finally {
+      await writer.end();
+      await tab.close();
+    }
   });
 
   it('asks for a token when HERALD_TOKENS is set; a viewer sees data and gets a plain 403 on retry', async () => {

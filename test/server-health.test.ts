@@ -1,7 +1,9 @@
 // Operations: /api/health through a database outage (a TCP proxy in front of PostgreSQL that
-// we cut and restore), the stream catching up afterwards, and the work counters in /metrics.
+// we cut and restore), the stream catching up afterwards, the work counters in /metrics, and the
+// session that holds the stream back named in both.
 import net from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { HeraldClient, type StreamEvent } from '../client/index.ts';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
 import { simulateWorker, testServer, until, type TestServer } from './server-support.ts';
@@ -140,5 +142,85 @@ describe('metrics', () => {
     expect(value(text, 'herald_database_up')).toBe(1);
     expect(text).toMatch(/^herald_table_dead_tuples\{table="job_events"\} \d+/m);
     expect(text).toMatch(/^herald_stream_lag_seconds \d/m);
+  });
+});
+
+describe('the stream horizon', () => {
+  /** A live stream from the server, collecting its events until closed. */
+  async function liveStream() {
+    const events: StreamEvent[] = [];
+    const stream = new HeraldClient({ baseUrl: s.url }).events();
+    const consuming = (async () => {
+      for await (const e of stream) events.push(e);
+    })();
+    await until(() => stream.lastEventId !== undefined);
+    const close = async () => {
+      stream.close();
+      await consuming;
+    };
+    return { events, close };
+  }
+  const post = async (kind: string) =>
+    (await (await fetch(`${s.url}/api/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind }) })).json()) as { id: string };
+
+  it('streams on while another database holds a long transaction, and names none', async () => {
+    const other = new pg.Client({ connectionString: inject('pgAdminUrl'), application_name: 'health-test:other-db' });
+    await other.connect();
+    const { events, close } = await liveStream();
+    try {
+      await other.query('BEGIN');
+      await other.query('SELECT pg_current_xact_id()');
+      const job = await post('beside-other-db');
+      // Arrives while the other database's transaction stays open (the old, cluster-wide horizon waited for it).
+      await until(() => events.some((e) => e.jobId === job.id));
+      expect((await health()).body.streamHeldBy).toBeNull();
+    } finally {
+      await other.query('ROLLBACK');
+      await other.end();
+      await close();
+    }
+  });
+
+  it('names the session of this database that holds the stream back, in /api/health and /metrics', async () => {
+    const writer = new pg.Client({ connectionString: db.url, application_name: 'health-test:long-writer' });
+    await writer.connect();
+    const { events, close } = await liveStream();
+    try {
+      const pid = (await writer.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+      await writer.query('BEGIN');
+      await writer.query(`INSERT INTO herald.jobs (kind) VALUES ('long-writer')`);
+      const later = await post('behind-long-writer');
+      let body: Record<string, unknown> = {};
+      await until(async () => {
+        body = (await health()).body;
+        return body.streamHeldBy !== null;
+      });
+      expect(body.streamHeldBy).toEqual({
+        xid: expect.stringMatching(/^\d+$/),
+        pid,
+        applicationName: 'health-test:long-writer',
+        state: 'idle in transaction',
+        gid: null,
+        transactionStart: expect.any(String),
+        queryStart: expect.any(String),
+        ageMs: expect.any(Number),
+      });
+      expect((body.streamHeldBy as { ageMs: number }).ageMs).toBeGreaterThanOrEqual(1000);
+      expect(events.some((e) => e.jobId === later.id)).toBe(false); // held back, not lost
+      const text = await (await fetch(`${s.url}/metrics`)).text();
+      expect(text).toMatch(new RegExp(`^herald_stream_holder_transaction_age_seconds\\{pid="${pid}",application_name="health-test:long-writer",state="idle in transaction",xid="\\d+",gid=""\\} \\d`, 'm'));
+      expect(text).toMatch(new RegExp(`^herald_stream_holder_query_start_timestamp_seconds\\{pid="${pid}",[^}]*\\} \\d`, 'm'));
+
+      await writer.query('COMMIT');
+      await until(() => events.some((e) => e.jobId === later.id));
+      const kinds = events.map((e) => e.kind);
+      expect(kinds.indexOf('long-writer')).toBeGreaterThanOrEqual(0);
+      expect(kinds.indexOf('long-writer')).toBeLessThan(kinds.indexOf('behind-long-writer'));
+      await until(async () => (await health()).body.streamHeldBy === null);
+      await until(async () => !/^herald_stream_holder_transaction_age_seconds\{/m.test(await (await fetch(`${s.url}/metrics`)).text()));
+    } finally {
+      await writer.end();
+      await close();
+    }
   });
 });

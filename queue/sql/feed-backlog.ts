@@ -1,16 +1,58 @@
 import type { FeedAfter } from './rows.ts';
 import { statement } from './statement.ts';
+import { NEWEST_EVENT, freshHorizonCte, horizonCte } from './horizon.ts';
 
 // Rows the feed cannot hand out yet: committed (visible to this statement, so their
-// transaction ended) but at or above the horizon, because an older transaction is still open.
-// The server's tailer asks (Queue.heldBack) after a short page: if some are held back it re-reads in a few ms
-// instead of waiting for the next tick or its safety timer (a latency aid, never a correctness one).
-export const feedHeldBack = statement<FeedAfter, { held: boolean }>(
+// transaction ended) but at or above the horizon, because an older transaction that may write
+// here is still open. The server's tailer asks (Queue.heldBack) after a short page: if some are
+// held back it re-reads in a few ms instead of waiting for the next tick or its safety timer (a
+// latency aid, never a correctness one).
+export const feedHeldBack = statement<[...FeedAfter, otherXids: string[]], { held: boolean }>(
   'feed_held_back',
   `
+WITH ${horizonCte('$3::xid8[]')},
+${NEWEST_EVENT}
 SELECT EXISTS (
-  SELECT 1 FROM herald.job_events e
-  WHERE (e.tx, e.id) > ($1::xid8, $2::bigint)
-    AND e.tx >= pg_snapshot_xmin(pg_current_snapshot())
+  SELECT 1 FROM newest_event n
+  WHERE (n.tx, n.id) > ($1::xid8, $2::bigint) AND n.tx >= (SELECT h FROM horizon)
 ) AS held`,
+);
+
+// Who holds the stream back: the session whose transaction is the horizon (attributed afresh),
+// while committed events past the cursor wait behind it. A session of this database (pid, application name,
+// state, transaction and query start; never the query text, which /api/health would expose),
+// or a prepared transaction of this database (its gid).
+// No row when nothing waits. The blocker's id is returned even if no session can be named.
+export const feedHolder = statement<
+  FeedAfter,
+  {
+    xid: string;
+    pid: number | null;
+    application_name: string | null;
+    state: string | null;
+    xact_start: Date | null;
+    query_start: Date | null;
+    gid: string | null;
+    age_ms: number | null;
+  }
+>(
+  'feed_holder',
+  `
+WITH ${freshHorizonCte},
+held AS (
+  SELECT h FROM horizon
+  WHERE EXISTS (SELECT 1 FROM newest_event n WHERE (n.tx, n.id) > ($1::xid8, $2::bigint) AND n.tx >= horizon.h)
+)
+SELECT held.h::text AS xid, s.pid, s.application_name, s.state, s.xact_start, s.query_start, s.gid,
+       (extract(epoch FROM now() - s.xact_start) * 1000)::float8 AS age_ms
+FROM held
+LEFT JOIN LATERAL (
+  SELECT a.pid, a.application_name, a.state, a.xact_start, a.query_start, NULL::text AS gid
+  FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+  WHERE l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock' AND l.granted AND l.transactionid = xid(held.h)
+  UNION ALL
+  SELECT NULL, NULL, 'prepared', p.prepared, NULL, p.gid
+  FROM pg_prepared_xacts p WHERE p.transaction = xid(held.h) AND p.database = current_database()
+  LIMIT 1
+) s ON true`,
 );

@@ -1,45 +1,56 @@
 import type { EventRow, FeedAfter } from './rows.ts';
 import { statement } from './statement.ts';
+import { freshHorizonCte, horizonCte } from './horizon.ts';
 
 // The gap-free event feed. Event ids are not commit-ordered (event 101 can commit before 100, and
-// a reader following `id > last` would skip 100 for ever), so the feed
-// reads only rows written by transactions below the horizon, xmin of a fresh snapshot: every
-// transaction under it has ended, so that set never grows again. Ordered by (tx, id), the
-// cursor is that pair; resuming after it yields exactly what came later.
+// a reader following `id > last` would skip 100 for ever), so the feed reads only rows written by
+// transactions below the horizon (horizon.ts): every transaction under it that could write here
+// has ended, so that set never grows again. Ordered by (tx, id), the cursor is that pair;
+// resuming after it yields exactly what came later.
 const EVENT_COLUMNS = `e.id, e.job_id, e.tx::text AS tx, e.at, e.queue, e.kind, e.type, e.status, e.attempt, e.worker, e.data`;
 
-export const readFeed = statement<[...FeedAfter, limit: number], EventRow>(
+/** The tailer's read: events past the cursor and below the horizon. $4: ids known to be other databases' (horizon.ts). */
+export const readFeed = statement<[...FeedAfter, limit: number, otherXids: string[]], EventRow>(
   'feed',
   `
+WITH ${horizonCte('$4::xid8[]')}
 SELECT ${EVENT_COLUMNS}
 FROM herald.job_events e
 WHERE (e.tx, e.id) > ($1::xid8, $2::bigint)
-  AND e.tx < pg_snapshot_xmin(pg_current_snapshot())
+  AND e.tx < (SELECT h FROM horizon)
 ORDER BY e.tx, e.id
 LIMIT $3`,
 );
 
-/** The same feed restricted to one job or one queue, for replays that are filtered. */
-export const readFeedFiltered = statement<[...FeedAfter, limit: number, jobId: string | null, queue: string | null], EventRow>(
-  'feed_filtered',
+/**
+ * A replay: the events in (after, through], optionally for one job or one queue. `through` is a
+ * position the tailer reached, so every event at or before it is final: no horizon is needed, and
+ * none can stop the replay short of it.
+ */
+export const readFeedThrough = statement<
+  [...FeedAfter, throughTx: string, throughId: string, limit: number, jobId: string | null, queue: string | null],
+  EventRow
+>(
+  'feed_through',
   `
 SELECT ${EVENT_COLUMNS}
 FROM herald.job_events e
 WHERE (e.tx, e.id) > ($1::xid8, $2::bigint)
-  AND e.tx < pg_snapshot_xmin(pg_current_snapshot())
-  AND ($4::bigint IS NULL OR e.job_id = $4)
-  AND ($5::text IS NULL OR e.queue = $5)
+  AND (e.tx, e.id) <= ($3::xid8, $4::bigint)
+  AND ($6::bigint IS NULL OR e.job_id = $6)
+  AND ($7::text IS NULL OR e.queue = $7)
 ORDER BY e.tx, e.id
-LIMIT $3`,
+LIMIT $5`,
 );
 
-/** The newest position below the horizon: a live-only stream starts here. */
+/** The newest position below the horizon (looking at other databases afresh): a live-only stream starts here. */
 export const feedHead = statement<[], { tx: string; id: string }>(
   'feed_head',
   `
+WITH ${freshHorizonCte}
 SELECT e.tx::text AS tx, e.id
 FROM herald.job_events e
-WHERE e.tx < pg_snapshot_xmin(pg_current_snapshot())
+WHERE e.tx < (SELECT h FROM horizon)
 ORDER BY e.tx DESC, e.id DESC
 LIMIT 1`,
 );

@@ -21,7 +21,7 @@ export function healthRoutes(app: FastifyInstance, ctx: ServerContext): void {
       schema: {
         tags: ['operations'],
         operationId: 'getHealth',
-        summary: 'Liveness of the database, the listener and the event stream; table bloat',
+        summary: 'Liveness of the database, the listener and the event stream; who holds the stream back; table bloat',
         // For probes: no token, whatever HERALD_TOKENS says.
         security: [],
         // Like every route, it refuses parameters it does not know.
@@ -30,17 +30,21 @@ export function healthRoutes(app: FastifyInstance, ctx: ServerContext): void {
       },
     },
     async (request, reply) => {
-      // The table statistics double as the database probe: one query.
-      const tables = await withTimeout(ctx.queue.tableStats(), DB_TIMEOUT_MS).catch((err: Error) => {
-        request.log.debug({ err: err.message }, 'health: database unreachable');
-        return null;
-      });
+      // The table statistics double as the database probe.
+      const [tables, holder] = await Promise.all([
+        withTimeout(ctx.queue.tableStats(), DB_TIMEOUT_MS).catch((err: Error) => {
+          request.log.debug({ err: err.message }, 'health: database unreachable');
+          return null;
+        }),
+        withTimeout(ctx.hub.holder(), DB_TIMEOUT_MS).catch(() => null),
+      ]);
       const state = ctx.hub.listener.state;
       const body = {
         ok: tables !== null,
         db: tables !== null ? 'up' : 'down',
         listener: state === 'connecting' ? 'down' : state,
         streamLagMs: ctx.hub.lagMs(),
+        streamHeldBy: holder,
         tables: tables ?? [],
       };
       return reply.code(body.ok ? 200 : 503).send(body);

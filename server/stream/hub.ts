@@ -4,14 +4,17 @@
 import type { FastifyReply } from 'fastify';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import type { Queue } from '../../queue/queue.ts';
-import { formatCursor, type Cursor } from '../../queue/cursor.ts';
+import type { FeedHolder, Queue } from '../../queue/queue.ts';
+import { compareCursor, formatCursor, type Cursor } from '../../queue/cursor.ts';
 import { Listener } from '../../queue/listener.ts';
 import { EVENTS_CHANNEL } from '../../queue/channels.ts';
 import { Fanout } from './fanout.ts';
 import { Tailer } from './tailer.ts';
 import { DEFAULT_LIMITS, StreamSession, type SessionLimits, type StreamFilter } from './session.ts';
 import { Flusher } from './flusher.ts';
+
+/** A transaction open this long that holds the stream back is named (health, metrics, the board); shorter ones are ordinary traffic. */
+const HOLDER_MIN_AGE_MS = 1_000;
 
 /** Socket writes per second to SSE clients, all together (see flusher.ts). */
 const DEFAULT_WRITE_BUDGET = 20_000;
@@ -81,7 +84,12 @@ export class EventHub {
     reply.sse.keepAlive();
     // Live only starts at the database's head, which may be a little ahead of the tailer:
     // events up to it are skipped when they come through. (Subscribed first, so none is missed.)
-    const start = after ?? (await this.opts.queue.head().catch(() => target));
+    // Never before target: the buffer holds only what the tailer publishes after it.
+    let start = after;
+    if (start === null) {
+      const head = await this.opts.queue.head().catch(() => target);
+      start = compareCursor(head, target) > 0 ? head : target;
+    }
     // The stream's start position, for clients that read headers (EventSource gets it as an id).
     reply.header('herald-cursor', formatCursor(start));
     reply.sse.sendHeaders();
@@ -98,6 +106,15 @@ export class EventHub {
 
   lagMs(): number | null {
     return this.tailer.lagMs();
+  }
+
+  /**
+   * The transaction of this database that holds the stream back (events committed after it wait
+   * for it to end), when it has been open for HOLDER_MIN_AGE_MS or more; otherwise null.
+   */
+  async holder(): Promise<FeedHolder | null> {
+    const h = await this.opts.queue.feedHolder(this.tailer.position);
+    return h && (h.ageMs === null || h.ageMs >= HOLDER_MIN_AGE_MS) ? h : null;
   }
 
   /** Ends every stream (clients resume elsewhere, or here after a restart, with Last-Event-ID). */

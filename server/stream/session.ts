@@ -89,24 +89,19 @@ export class StreamSession implements Subscriber, Flushable {
 
   /** Sends the stored events in (after, target], then hands over to the live buffer. */
   async replay(queue: Queue, after: Cursor, target: Cursor): Promise<void> {
-    const end = toPosition(target);
     let from = after;
     let last = toPosition(after);
     for (;;) {
-      const page = await queue.feed(from, REPLAY_PAGE, this.filter);
+      // Everything up to target is final (the tailer read it below its horizon): read it all.
+      const page = await queue.feedThrough(from, target, REPLAY_PAGE, this.filter);
       if (this.closed) return;
-      let reachedTarget = false;
       const raw = this.reply.raw;
       // Write while the socket takes it, then wait for one 'drain': each write that meets a full
       // buffer makes the library wait on 'drain' too, so writing on would pile up a listener per event.
-      for (let i = 0; i < page.length && !reachedTarget; ) {
+      for (let i = 0; i < page.length; ) {
         raw.cork();
         for (; i < page.length && !raw.writableNeedDrain; i++) {
           const m = toMessage(page[i]);
-          if (compareMessage(m, end) > 0) {
-            reachedTarget = true;
-            break;
-          }
           this.send(m.sse);
           last = m;
         }
@@ -114,7 +109,7 @@ export class StreamSession implements Subscriber, Flushable {
         await this.drained();
         if (this.closed || raw.destroyed) return;
       }
-      if (reachedTarget || page.length < REPLAY_PAGE) break;
+      if (page.length < REPLAY_PAGE) break;
       from = { tx: last.tx.toString(), id: last.id.toString() };
     }
     // `last` is the later of the client's cursor and the last replayed event; live events at or

@@ -2,6 +2,7 @@
 // out, where a statement of the same name may already exist (42P05) or be missing (26000).
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../test/support/db.ts';
+import { until } from '../../test/server-support.ts';
 import { Fanout, type StreamMessage } from './fanout.ts';
 import { Tailer } from './tailer.ts';
 
@@ -24,8 +25,13 @@ it('reads on behind a pooler: a prepared statement name that already exists make
   await tailer.start();
   const { job } = await db.queue.enqueue({ kind: 'pooled' });
 
-  tailer.wake();
-  await tailer['idle'];
+  // Other test files' transactions (in their own databases) may hold the first read back until the
+  // tailer has told them apart; wake it until the event arrives, as NOTIFY would.
+  await until(async () => {
+    tailer.wake();
+    await tailer['idle'];
+    return got.length > 0;
+  });
 
   expect(tailer.dbUp).toBe(true);
   expect(got.map((m) => m.event.jobId)).toEqual([job.id]);

@@ -8,6 +8,9 @@ import type { Queue } from '../../queue/queue.ts';
 import { formatCursor, parseCursor, type Cursor } from '../../queue/cursor.ts';
 import type { Fanout } from './fanout.ts';
 
+/** Held back this long at one position, the tailer looks up other databases' transactions (see afterCaughtUp). */
+const LEARN_AFTER_MS = 10;
+
 export interface TailerOptions {
   /** Safety-net read interval. */
   safetyMs?: number;
@@ -35,6 +38,8 @@ export class Tailer {
   private gapTimer?: NodeJS.Timeout;
   private lastReadAt = 0;
   private lastReadFound = false;
+  /** Held back at one position: since when (or since other databases were last looked up there). */
+  private stuck?: { at: string; since: number };
   private readonly safetyMs: number;
   private readonly busyGapMs: number;
   private readonly pageSize: number;
@@ -116,12 +121,22 @@ export class Tailer {
   }
 
   // A committed transaction whose events sit above the horizon (an older one is still open)
-  // sent its tick already; re-read in a few ms rather than at the next safety tick.
+  // sent its tick already; re-read in a few ms rather than at the next safety tick. Stuck at one
+  // position for LEARN_AFTER_MS, the blocker may be another database's transaction the horizon
+  // does not know of yet: look them up (a read of pg_locks and pg_stat_activity, too dear for
+  // every read; at most once per LEARN_AFTER_MS while stuck), and re-read at once if one was new.
   private async afterCaughtUp(): Promise<void> {
     if (!(await this.queue.heldBack(this.position))) {
+      this.stuck = undefined;
       this.retryDelay = 0;
       this.caughtUpAt = Date.now();
       return;
+    }
+    const at = this.cursor;
+    if (this.stuck?.at !== at) this.stuck = { at, since: Date.now() };
+    else if (Date.now() - this.stuck.since >= LEARN_AFTER_MS) {
+      this.stuck.since = Date.now();
+      if (await this.queue.learnOtherDatabases()) this.retryDelay = 0;
     }
     this.retryDelay = Math.min(this.safetyMs, Math.max(1, this.retryDelay * 2));
     clearTimeout(this.retryTimer);

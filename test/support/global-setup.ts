@@ -25,7 +25,8 @@ export default async function setup(project: TestProject) {
   if (!adminUrl) {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-test-'));
     fs.chmodSync(tmp, 0o755);
-    embedded = await startEmbedded(tmp, { database: 'postgres' });
+    // Prepared transactions on, so the feed's tests can prove the horizon against them too.
+    embedded = await startEmbedded(tmp, { database: 'postgres', settings: { max_prepared_transactions: '10' } });
     adminUrl = embedded.url;
   }
   const template = `herald_tpl_${process.pid}`;

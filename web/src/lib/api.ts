@@ -134,6 +134,7 @@ export async function getHealth(): Promise<Health> {
     db: b.db ?? (b.ok ? 'up' : 'down'),
     listener: b.listener ?? 'down',
     streamLagMs: b.streamLagMs ?? null,
+    streamHeldBy: b.streamHeldBy ?? null,
     tables: Array.isArray(b.tables) ? b.tables : [],
   };
 }
