@@ -1,7 +1,8 @@
 // `npm run bench [-- --json] [-- --rounds N] [-- --only herald,sql]`: Herald against
 // graphile-worker (default and batched), pg-boss and a bare-SQL floor, on the same PostgreSQL,
 // in one run. `--depth` instead measures Herald's claim at 1k, 100k and 1M queued (depth.ts);
-// `--http` Herald's single POST against a bare Fastify INSERT route (http.ts). Each runner gets a
+// `--http` Herald's single POST against a bare Fastify INSERT route (http.ts); `--search` search
+// latency at 1M jobs and a payload GIN index's enqueue cost (search.ts). Each runner gets a
 // fresh database of its own (herald_bench_<name>; BENCH_DB_PREFIX
 // changes the prefix).
 //
@@ -12,6 +13,7 @@ import os from 'node:os';
 import pg from 'pg';
 import { openDatabase, withDatabase } from '../queue/database.ts';
 import herald from './herald.ts';
+import { searchBench } from './search.ts';
 import { peers } from './peers/index.ts';
 import { benchDbName } from './peers/harness.ts';
 import { DEPTHS, claimCost } from './depth.ts';
@@ -34,16 +36,17 @@ function envInt(name: string, fallback: number): number {
 }
 
 function parseArgs(argv: string[]) {
-  const args = { json: false, depth: false, http: false, sse: false, rounds: 1, only: undefined as string[] | undefined };
+  const args = { json: false, depth: false, http: false, sse: false, search: false, rounds: 1, only: undefined as string[] | undefined };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--json') args.json = true;
     else if (a === '--depth') args.depth = true;
     else if (a === '--http') args.http = true;
+    else if (a === '--search') args.search = true;
     else if (a === '--rounds') args.rounds = Number(argv[++i]);
     else if (a === '--only') args.only = argv[++i].split(',');
     else if (a === '--sse') args.sse = true;
-    else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --http | --sse | --rounds N --only herald,sql,...]`);
+    else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --http | --sse | --search | --rounds N --only herald,sql,...]`);
   }
   if (!Number.isInteger(args.rounds) || args.rounds < 1) throw new Error('--rounds must be a positive integer');
   return args;
@@ -85,10 +88,14 @@ async function main() {
 
   const db = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: process.env.HERALD_DATA_DIR || '.herald' });
   const adminUrl = withDatabase(db.url, 'postgres');
-  if (args.depth || args.http) {
+  if (args.depth || args.http || args.search) {
     try {
       if (args.depth) await depthBench(adminUrl, args.json, say);
-      else await compareHttp(adminUrl, args.json, say);
+      else if (args.http) await compareHttp(adminUrl, args.json, say);
+      else {
+        const result = await searchBench(await freshDatabase(adminUrl, benchDbName('search')), say);
+        process.stdout.write(`${JSON.stringify({ search: result }, null, args.json ? undefined : 2)}\n`);
+      }
     } finally {
       await db.close();
     }

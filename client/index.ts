@@ -4,12 +4,16 @@
 import { createParser } from 'eventsource-parser';
 import type { Job, JobEvent } from '../queue/job.ts';
 import type {
-  EnqueueInput as CoreEnqueueInput, FeedHolder, Queue, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo,
+  EnqueueInput as CoreEnqueueInput, FeedHolder, JobPage, Queue, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo,
 } from '../queue/queue.ts';
+import type { HistoryBucket, HistoryRange } from '../queue/history.ts';
 import type { EventType, JobStatus } from '../queue/schema.ts';
+import type { BulkAction } from '../queue/sql/search.ts';
+import type { JobFilter } from '../queue/search.ts';
 
 // The API's shapes are declared once, here and in the core; the board imports them as types.
-export type { Job, JobStatus, EventType, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo };
+export type { Job, JobStatus, EventType, JobPage, JobFilter, HistoryBucket, HistoryRange, BulkAction };
+export type { QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo };
 /** Job counts and settings of one queue (GET /api/queues). */
 export type QueueCounts = QueueInfo;
 
@@ -38,13 +42,20 @@ export interface EnqueueResult {
   pending: boolean;
 }
 
-export interface ListFilter {
-  queue?: string;
-  status?: JobStatus;
-  kind?: string;
+export interface ListFilter extends JobFilter {
   limit?: number;
   before?: string;
 }
+
+export interface BulkRequest {
+  action: BulkAction;
+  /** Must name a queue or a status. */
+  filter: JobFilter;
+  dryRun?: boolean;
+}
+
+const filterParam = (k: string, v: unknown) =>
+  k === 'payload' && typeof v !== 'string' ? JSON.stringify(v) : v instanceof Date ? v.toISOString() : String(v);
 
 export interface Health {
   ok: boolean;
@@ -152,12 +163,27 @@ export class HeraldClient {
     return (await this.call<Job>('GET', `/api/jobs/${encodeURIComponent(id)}`)).body;
   }
 
-  /** Newest first; pass `next` back as `before` for the next page. */
-  async list(filter: ListFilter = {}): Promise<{ jobs: Job[]; next: string | null }> {
+  /**
+   * Newest first; pass `next` back as `before` for the next page. A search (payload, error,
+   * time range) looks at 100,000 jobs per page: `searched` is set when that cut a page short.
+   */
+  async list(filter: ListFilter = {}): Promise<JobPage> {
     const q = new URLSearchParams();
-    for (const [k, v] of Object.entries(filter)) if (v !== undefined) q.set(k, String(v));
+    for (const [k, v] of Object.entries(filter)) if (v !== undefined) q.set(k, filterParam(k, v));
     const qs = q.toString();
-    return (await this.call<{ jobs: Job[]; next: string | null }>('GET', `/api/jobs${qs ? `?${qs}` : ''}`)).body;
+    return (await this.call<JobPage>('GET', `/api/jobs${qs ? `?${qs}` : ''}`)).body;
+  }
+
+  /** Retries, cancels or deletes every job the filter matches (admin). `affected` is absent on a dry run. */
+  async bulk(req: BulkRequest): Promise<{ matched: number; affected?: number }> {
+    const filter = Object.fromEntries(Object.entries(req.filter).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v]));
+    return (await this.call<{ matched: number; affected?: number }>('POST', '/api/jobs/bulk', { ...req, filter })).body;
+  }
+
+  /** A queue's history: 1h in 1-minute buckets, 24h in 15-minute ones, 7d in hours. */
+  async queueStats(queue: string, range: HistoryRange = '1h'): Promise<HistoryBucket[]> {
+    const path = `/api/queues/${encodeURIComponent(queue)}/stats?range=${range}`;
+    return (await this.call<{ buckets: HistoryBucket[] }>('GET', path)).body.buckets;
   }
 
   /** A job's events, oldest first. */

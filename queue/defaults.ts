@@ -21,6 +21,14 @@ export const DEFAULTS = {
   shutdownGraceMs: 30_000,
   /** Jobs per page of a listing (GET /api/jobs, Queue.list). */
   listLimit: 50,
+  /** Jobs a search (group, tag, payload, error, time range) looks at per page, newest first. */
+  searchWindow: 100_000,
+  /** Jobs per transaction of a bulk action, so the stream and vacuum never wait on a long one. */
+  bulkBatch: 1_000,
+  /** How often each worker and server tries the queue-history rollup (one of them does it). */
+  historyEveryMs: 10_000,
+  /** How long queue history is kept. */
+  historyRetentionMs: 30 * 24 * HOUR_MS,
   /** Concurrent jobs per worker process. */
   concurrency: 10,
   /** Largest claim a worker makes, whatever its free slots. */

@@ -1,6 +1,9 @@
 // The public surface of Herald's core, for the server, the worker and in-process producers.
 export { Queue, toErrorInfo } from './queue.ts';
-export type { EnqueueInput, Enqueued, Lease, ClaimRequest, QueueCount, QueueOptions, ErrorInfo } from './queue.ts';
+export type { EnqueueInput, Enqueued, Lease, ClaimRequest, QueueCount, QueueOptions, ErrorInfo, Actor, JobPage, BulkResult, ListOptions } from './queue.ts';
+export type { JobFilter } from './search.ts';
+export type { HistoryBucket, HistoryRange } from './history.ts';
+export { BULK_ACTIONS, type BulkAction } from './sql/search.ts';
 export type { Job, JobEvent, JobProgress, WaitingFor } from './job.ts';
 export { HeraldError, ValidationError, NotFoundError, ConflictError } from './errors.ts';
 export { parseCursor, formatCursor, compareCursor, START, type Cursor } from './cursor.ts';

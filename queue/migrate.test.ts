@@ -8,6 +8,7 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { createPool, withDatabase } from './database.ts';
 import { MIGRATIONS_DIR, migrate } from './migrate.ts';
 import { Queue } from './queue.ts';
+import { rollupAll } from '../test/support/history.ts';
 
 // drizzle/ as it first landed (0000_tables, 0001_triggers with the scheduled wake-up rounded
 // down), copied from the repository's history because tests cannot read git.
@@ -118,6 +119,10 @@ describe('migrate', () => {
       );
       expect(eventsBefore.some((e) => typeof (e.data as { runAt?: unknown }).runAt === 'string' && !String((e.data as { runAt: string }).runAt).endsWith('Z'))).toBe(true);
       expect(await query(url, 'SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations')).toEqual([{ n: HEAD }]);
+      // Queue history starts at the beginning of the feed: the events from before the upgrade count.
+      await rollupAll(queue, pool);
+      // a, b, c and the scheduled job inserted before the upgrade
+      expect(await query(url, 'SELECT sum(enqueued)::int AS n FROM herald.queue_stats')).toEqual([{ n: 4 }]);
       // Head's functions are in place: the wake-up is rounded up, so a timer never fires early.
       expect(await scheduledWakeUp(url, 'after')).toBe(`after ${WHOLE_MS + 1}`);
       // A job claimed before the upgrade finishes after it, and the triggers still log it.

@@ -11,13 +11,17 @@ import { StatementRunner, type Executor, type Result, type Statement } from './s
 import { enqueueJobs, jobsByIdempotencyKey, type EnqueueRecord } from './sql/enqueue.ts';
 import { claimJobs, nextRunAt } from './sql/claim.ts';
 import { completeJobs, failJobs, releaseJobs, renewLeases, reportProgress } from './sql/lease.ts';
-import { cancelJob, retryJob } from './sql/admin.ts';
+import { cancelJob, retryJob, stampActor } from './sql/admin.ts';
+import { bulkStatements, countJobs, listJobs, windowFloor, type BulkAction } from './sql/search.ts';
+import { lockHistory, pruneHistory, readHistory, recordDepth, rollupEvents } from './sql/history.ts';
+import { HISTORY_RANGES, rangeStart, toBuckets, type HistoryBucket, type HistoryRange } from './history.ts';
+import { filterValues, isSearch, type JobFilter } from './search.ts';
 import { reapJobs } from './sql/reap.ts';
 import { deleteFinishedJobs } from './sql/cleanup.ts';
 import { feedHead, jobEvents, readFeed, readFeedThrough } from './sql/feed.ts';
 import { otherDatabaseXids } from './sql/horizon.ts';
 import { feedHeldBack, feedHolder } from './sql/feed-backlog.ts';
-import { getJob, listJobs, queueCounts, tableStats } from './sql/reads.ts';
+import { getJob, queueCounts, tableStats } from './sql/reads.ts';
 import { claimLimited, lockQueueSettings, rateFreeAt } from './sql/claim-limited.ts';
 import { heldQueueSettings, patchQueueSettings, pruneQueueStarts, type QueueSettingsRow } from './sql/settings.ts';
 import { expireJobs } from './sql/expire.ts';
@@ -77,6 +81,40 @@ export interface ErrorInfo {
   name?: string;
   stack?: string;
   [k: string]: unknown;
+}
+
+/** Who asked for a manual action: recorded as data.by on the events it writes. */
+export interface Actor {
+  /** The token's role; null when auth is off (no HERALD_TOKENS). */
+  role: string | null;
+  /** The token's label (HERALD_TOKENS entry role:label:token), when it has one. */
+  label?: string;
+}
+
+export interface ListOptions {
+  before?: string;
+  limit?: number;
+  /**
+   * Jobs a search looks at per page (DEFAULTS.searchWindow). A page that ends at the window says
+   * so, and its `next` continues below it, so every job stays reachable at a bounded cost.
+   */
+  window?: number;
+}
+
+export interface JobPage {
+  jobs: Job[];
+  /** Pass back as `before` for the next page; null on the last one. */
+  next: string | null;
+  /**
+   * Present when the page was cut short by the search window: that many jobs were looked at,
+   * and `next` continues below them.
+   */
+  searched?: number;
+}
+
+export interface BulkResult {
+  matched: number;
+  affected?: number;
 }
 
 export interface QueueOptions {
@@ -497,21 +535,58 @@ export class Queue {
 
   // ---- administration ---------------------------------------------------------------------
 
-  async cancel(id: string): Promise<Job> {
-    const { rows } = await this.run(cancelJob, [id]);
+  /** Runs fn in one transaction whose events then name `actor` (data.by); on the pool without one. */
+  private async as<T>(actor: Actor | undefined, fn: (db: Executor) => Promise<T>): Promise<T> {
+    if (!actor) return fn(this.pool);
+    return inTransaction(this.pool, async (c) => {
+      const result = await fn(c);
+      await this.run(stampActor, [JSON.stringify(actor)], c);
+      return result;
+    });
+  }
+
+  async cancel(id: string, actor?: Actor): Promise<Job> {
+    const { rows } = await this.as(actor, (db) => this.run(cancelJob, [id], db));
     if (rows[0]) return toJob(rows[0]);
     const job = await this.mustGet(id);
     throw new ConflictError(`job ${id} is already ${job.status}; only queued or running jobs can be cancelled`);
   }
 
-  async retry(id: string): Promise<Job> {
-    const { rows } = await this.run(retryJob, [id]);
+  async retry(id: string, actor?: Actor): Promise<Job> {
+    const { rows } = await this.as(actor, (db) => this.run(retryJob, [id], db));
     if (rows[0]) return toJob(rows[0]);
     const job = await this.mustGet(id);
     if (job.status === 'failed' || job.status === 'cancelled') {
       throw new ConflictError(`job ${id} has used ${MAX_ATTEMPTS_LIMIT} attempts, the most a job may have`);
     }
     throw new ConflictError(`job ${id} is ${job.status}; only failed or cancelled jobs can be retried`);
+  }
+
+  /** How many jobs match the filter (any status). */
+  async countMatching(filter: JobFilter): Promise<number> {
+    const { rows } = await this.run(countJobs, filterValues(filter)).catch(rethrowPg);
+    return rows[0].n;
+  }
+
+  /**
+   * Retries, cancels or deletes every job the filter matches that is in an eligible status,
+   * in transactions of at most `batchSize` jobs, so the event stream and vacuum never wait on
+   * one long transaction. Jobs enqueued after the call began are not touched.
+   */
+  async bulk(action: BulkAction, filter: JobFilter, opts: { actor?: Actor; batchSize?: number } = {}): Promise<Required<BulkResult>> {
+    const values = filterValues(filter);
+    const batchSize = opts.batchSize ?? DEFAULTS.bulkBatch;
+    const total = { matched: 0, affected: 0 };
+    let cursor: string | null = null;
+    for (;;) {
+      const r: { matched: number; affected: number; last: string | null } = await retryOnConflict(() =>
+        this.as(opts.actor, async (db) => (await this.run(bulkStatements[action], [...values, cursor, batchSize], db)).rows[0]),
+      );
+      total.matched += r.matched;
+      total.affected += r.affected;
+      if (r.matched < batchSize || r.last === null) return total;
+      cursor = r.last;
+    }
   }
 
   /** Requeues (or fails) running jobs whose lease expired or whose owner died. One reaper at a time. */
@@ -649,6 +724,36 @@ export class Queue {
     }
   }
 
+  // ---- history ----------------------------------------------------------------------------
+
+  /**
+   * Rolls new events up into per-minute queue history, records each queue's depth for this
+   * minute and drops history past 30 days. One process at a time: returns null at once when
+   * another holds the rollup, else how many events it added. Each step is its own short
+   * transaction (see rollupEvents): the event stream waits on any open transaction that has
+   * written, so none of these may count a large table while holding one.
+   */
+  async rollupHistory(batchSize = 20_000): Promise<number | null> {
+    const locked = async <T>(fn: (c: Executor) => Promise<T>): Promise<T | null> =>
+      inTransaction(this.pool, async (c) => ((await this.run(lockHistory, [], c)).rows[0].locked ? fn(c) : null));
+    let total = 0;
+    for (;;) {
+      const n = await locked(async (c) => (await this.run(rollupEvents, [batchSize], c)).rows[0].n);
+      if (n === null) return total > 0 ? total : null;
+      total += n;
+      if (n < batchSize) break;
+    }
+    await locked((c) => this.run(recordDepth, [], c));
+    await locked((c) => this.run(pruneHistory, [DEFAULTS.historyRetentionMs], c));
+    return total;
+  }
+
+  /** A queue's history over the range, in its buckets, oldest first. */
+  async history(queue: string, range: HistoryRange, now = Date.now()): Promise<HistoryBucket[]> {
+    const { rows } = await this.run(readHistory, [queue, rangeStart(range, now), `${HISTORY_RANGES[range].bucketMs / 1000} seconds`]);
+    return toBuckets(rows, range, now);
+  }
+
   // ---- reading ----------------------------------------------------------------------------
 
   async get(id: string): Promise<Job | null> {
@@ -662,11 +767,23 @@ export class Queue {
     return job;
   }
 
-  async list(f: { queue?: string; status?: JobStatus; kind?: string; before?: string; limit?: number } = {}): Promise<{ jobs: Job[]; next: string | null }> {
-    const limit = f.limit ?? DEFAULTS.listLimit;
-    const { rows } = await this.run(listJobs, [f.queue ?? null, f.status ?? null, f.kind ?? null, f.before ?? null, limit + 1]);
+  /**
+   * A page of jobs, newest first. A search (payload, error or time range: no index serves
+   * them) looks at the newest `window` jobs below the cursor only; when that cuts the page
+   * short, `searched` says so and `next` continues below the window.
+   */
+  async list(q: JobFilter & ListOptions = {}): Promise<JobPage> {
+    const { before = null, limit = DEFAULTS.listLimit, window = DEFAULTS.searchWindow, ...f } = q;
+    const values = filterValues(f);
+    let floor: string | null = null;
+    if (isSearch(f)) floor = (await this.run(windowFloor, [before, window])).rows[0]?.id ?? null;
+    // A payload filter the database cannot take (a \u0000 in a string) is the caller's 400.
+    const { rows } = await this.run(listJobs, [...values, before, limit + 1, floor]).catch(rethrowPg);
     const jobs = rows.slice(0, limit).map(toJob);
-    return { jobs, next: rows.length > limit ? jobs[jobs.length - 1].id : null };
+    if (rows.length > limit) return { jobs, next: jobs[jobs.length - 1].id };
+    // The window ended before the page filled: older jobs remain, below the window.
+    if (floor !== null) return { jobs, next: floor, searched: window };
+    return { jobs, next: null };
   }
 
   /** Every queue with jobs or settings (or just `queue`), with counts and settings. */
@@ -762,6 +879,22 @@ export class Queue {
       lastAutovacuum: r.last_autovacuum?.toISOString() ?? null,
       lastVacuum: r.last_vacuum?.toISOString() ?? null,
     }));
+  }
+}
+
+const rethrowPg = (err: unknown): never => {
+  throw fromPgError(err);
+};
+
+/** Runs fn again when PostgreSQL broke a deadlock or serialization conflict by aborting it. */
+async function retryOnConflict<T>(fn: () => Promise<T>, tries = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (i >= tries || (code !== '40P01' && code !== '40001')) throw fromPgError(err);
+    }
   }
 }
 

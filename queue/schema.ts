@@ -250,3 +250,30 @@ export const schedules = herald.table(
     index('schedules_due').on(t.nextRunAt).where(sql`NOT ${t.paused}`),
   ],
 );
+
+// Queue history: one row per queue and minute, rolled up from job_events by one process at a
+// time (queue/sql/history.ts). `wait_hist` is a log-scale histogram of enqueue→start waits, so
+// coarser buckets (15 min, 1 h) merge minutes into exact-to-the-bin percentiles.
+export const queueStats = herald.table(
+  'queue_stats',
+  {
+    queue: text('queue').notNull(),
+    at: tstz('at').notNull(),
+    enqueued: integer('enqueued').notNull().default(0),
+    started: integer('started').notNull().default(0),
+    succeeded: integer('succeeded').notNull().default(0),
+    failed: integer('failed').notNull().default(0),
+    waitHist: integer('wait_hist').array().notNull().default(sql`'{}'::int[]`),
+    // Queued jobs when the minute was last rolled up; null when no rollup ran in that minute.
+    depth: integer('depth'),
+  },
+  (t) => [primaryKey({ columns: [t.queue, t.at] }), index('queue_stats_at').on(t.at)],
+);
+
+// Where the rollup stopped in the gap-free feed: one row, moved in the same transaction as the
+// rows it added, so every event is counted exactly once.
+export const statsCursor = herald.table('stats_cursor', {
+  id: smallint('id').primaryKey().default(1),
+  tx: xid8('tx').notNull().default(sql`'0'::xid8`),
+  eventId: bigint('event_id', { mode: 'bigint' }).notNull().default(sql`0`),
+});

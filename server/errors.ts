@@ -30,6 +30,7 @@ const RULES: Record<string, string> = {
   runAt: 'must be an ISO 8601 date-time with a time zone, e.g. 2030-01-01T12:00:00Z',
   idempotencyKey: 'must be a string of 1-255 characters',
   group: `must be ${NAME_RULE}`,
+  tag: `must be ${NAME_RULE}`,
   tags: `must be a list of at most ${MAX_TAGS} tags, each ${NAME_RULE}`,
   timeoutMs: `must be an integer number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`,
   expireAt: 'must be an ISO 8601 date-time with a time zone, e.g. 2030-01-01T12:00:00Z',
@@ -52,6 +53,14 @@ const RULES: Record<string, string> = {
   wait: 'must be a whole number of milliseconds from 0 to 60000',
   status: 'must be one of queued, running, succeeded, failed, cancelled',
   lastEventId: 'must be a cursor this server sent (the `id:` of an event), or 0',
+  payload: 'must be JSON, for example {"user":42}',
+  error: 'must be 1-1000 characters',
+  createdAfter: 'must be an ISO 8601 date-time with a time zone, e.g. 2030-01-01T12:00:00Z',
+  createdBefore: 'must be an ISO 8601 date-time with a time zone, e.g. 2030-01-01T12:00:00Z',
+  action: 'must be one of retry, cancel, delete',
+  filter: 'must be an object of the GET /api/jobs filters (queue, status, kind, payload, error, createdAfter, createdBefore)',
+  dryRun: 'must be true or false',
+  range: 'must be one of 1h, 24h, 7d',
 };
 
 interface AjvError {

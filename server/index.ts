@@ -5,6 +5,7 @@ import { pino, type Logger } from 'pino';
 import type pg from 'pg';
 import { createPool } from '../queue/database.ts';
 import { Queue } from '../queue/queue.ts';
+import { historyRollup } from '../queue/history-rollup.ts';
 import { DEFAULTS } from '../queue/defaults.ts';
 import { buildApp } from './app.ts';
 import { isLoopback, parseTokens } from './auth.ts';
@@ -33,6 +34,8 @@ export interface ServerOptions {
   boardDir?: string;
   /** The SSE keep-alive comment interval (default 15 s). */
   heartbeatMs?: number;
+  /** How often this server rolls up queue history (default 10 s; one process at a time does it). */
+  historyEveryMs?: number;
 }
 
 export interface HeraldServer {
@@ -80,6 +83,8 @@ export async function createServer(opts: ServerOptions): Promise<HeraldServer> {
       hub.closeSessions();
     },
   });
+  // The board's history charts need rollups even where no worker runs.
+  const history = historyRollup(queue, logger, opts.historyEveryMs);
   let stopped: Promise<void> | undefined;
   return {
     app,
@@ -88,6 +93,7 @@ export async function createServer(opts: ServerOptions): Promise<HeraldServer> {
     pool,
     stop() {
       stopped ??= (async () => {
+        await history.stop();
         await app.close();
         await hub.stop();
         await pool.end();

@@ -2,6 +2,8 @@
 // them, and @fastify/swagger turns them into /api/openapi.json. Field limits match the database's
 // checks (queue/schema.ts), so a request the schema accepts is one the table stores.
 import { EVENT_TYPES, JOB_STATUSES } from '../queue/schema.ts';
+import { BULK_ACTIONS } from '../queue/sql/search.ts';
+import { HISTORY_RANGES } from '../queue/history.ts';
 import { DEFAULTS, MAX_ATTEMPTS_LIMIT, MAX_TAGS, MAX_TIMEOUT_MS, QUEUE_LIMITS } from '../queue/defaults.ts';
 import { WAITING_REASONS } from '../queue/job.ts';
 
@@ -154,13 +156,54 @@ export const batchBody = {
   properties: { jobs: { type: 'array', minItems: 1, maxItems: MAX_BATCH, items: enqueueInput } },
 } as const;
 
+/** The filters of GET /api/jobs; POST /api/jobs/bulk takes the same ones as its `filter`. */
+const filterProperties = {
+  queue: name('only this queue'),
+  status: { type: 'string', enum: JOB_STATUSES },
+  kind: name('only this kind'),
+  payload: { type: 'string', minLength: 1, maxLength: 10_000, description: 'JSON containment: {"user":42} matches every payload holding it' },
+  error: { type: 'string', minLength: 1, maxLength: 1000, description: 'a case-insensitive substring of lastError.message' },
+  createdAfter: { ...dateTime, description: 'created at or after this ISO time' },
+  createdBefore: { ...dateTime, description: 'created at or before this ISO time' },
+  group: name('only jobs of this group'),
+  tag: name('only jobs carrying this tag'),
+} as const;
+
+export const bulkBody = {
+  type: 'object',
+  required: ['action', 'filter'],
+  additionalProperties: false,
+  properties: {
+    action: { type: 'string', enum: BULK_ACTIONS, description: 'retry: failed and cancelled jobs; cancel: queued and running; delete: succeeded, failed and cancelled (with their events)' },
+    filter: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        ...filterProperties,
+        payload: {
+          description: 'JSON containment: the JSON value itself, or the same JSON as a string (as the query takes it)',
+        },
+      },
+      description: 'the GET /api/jobs filters; it must name a queue or a status',
+    },
+    dryRun: { type: 'boolean', description: 'only count the matches' },
+  },
+} as const;
+
+export const bulkResult = {
+  type: 'object',
+  required: ['matched'],
+  properties: {
+    matched: { type: 'integer', description: 'jobs the filter matched, in any status' },
+    affected: { type: 'integer', description: 'jobs the action changed (absent on a dry run)' },
+  },
+} as const;
+
 export const listQuery = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    queue: name('only this queue'),
-    status: { type: 'string', enum: JOB_STATUSES },
-    kind: name('only this kind'),
+    ...filterProperties,
     limit: { type: 'integer', minimum: 1, maximum: 500, default: DEFAULTS.listLimit },
     before: { ...jobId, description: 'page: jobs with a smaller id (the `next` of the previous page)' },
   },
@@ -176,6 +219,35 @@ export const eventsQuery = {
     token: { type: 'string', description: 'the API token, for EventSource (which cannot set headers)' },
   },
 } as const;
+
+/** The `:queue` of /api/queues/:queue routes. */
+export const queueParams = {
+  type: 'object',
+  required: ['queue'],
+  properties: { queue: name('the queue') },
+} as const;
+
+export const statsQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { range: { type: 'string', enum: Object.keys(HISTORY_RANGES), default: '1h', description: '1h: 1-minute buckets; 24h: 15 minutes; 7d: 1 hour' } },
+} as const;
+
+export const queueStats = reply({
+  buckets: {
+    type: 'array',
+    items: reply({
+      at: dateTime,
+      enqueued: { type: 'integer' },
+      started: { type: 'integer' },
+      succeeded: { type: 'integer' },
+      failed: { type: 'integer' },
+      waitP50Ms: nullable('number'),
+      waitP95Ms: nullable('number'),
+      depth: nullable('integer', { description: 'queued jobs at the end of the bucket; null when no rollup ran then' }),
+    }),
+  },
+});
 
 const rateLimit = {
   type: 'object',
@@ -207,11 +279,6 @@ export const queuePatch = {
   },
 } as const;
 
-export const queueParams = {
-  type: 'object',
-  required: ['queue'],
-  properties: { queue: name('the queue') },
-} as const;
 
 const queueInfo = {
   $id: 'QueueInfo',
@@ -290,7 +357,12 @@ const schedule = {
 export const scheduleList = reply({ schedules: { type: 'array', items: ref('Schedule') } });
 
 export const batchReply = reply({ jobs: { type: 'array', items: jobRef } });
-export const jobPage = reply({ jobs: { type: 'array', items: jobRef }, next: nullable('string') });
+const page = reply({ jobs: { type: 'array', items: jobRef }, next: nullable('string') });
+/** A page of jobs; `searched` only when a search window cut it short (see GET /api/jobs). */
+export const jobPage = {
+  ...page,
+  properties: { ...page.properties, searched: { type: 'integer', description: 'present when the search window cut this page short: jobs looked at' } },
+} as const;
 export const jobEvents = reply({ events: { type: 'array', items: ref('JobEvent') } });
 
 export const health = reply({

@@ -3,14 +3,13 @@
 // pauses, resumes and sets limits (and shows the server's 400), the schedules page creates,
 // runs, pauses and deletes, the workers page lists the registry, and a queued job's page says in
 // words why it is not running. Every step waits for what the screen shows.
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
 import { spawnHerald, type HeraldProcess } from './support/herald-process.ts';
 import { startServer } from './system/support.ts';
-import { ensureFreshBoard } from './support/board-build.ts';
+import { ensureFreshBoard, launchChromium } from './support/board.ts';
 
-const CHROMIUM = process.env.HERALD_CHROMIUM ?? '/usr/bin/chromium';
 
 let db: TestDatabase;
 let server: { proc: HeraldProcess; url: string };
@@ -31,7 +30,7 @@ beforeAll(async () => {
       workerId = String((await w.waitForMessage(/^worker started$/, 60_000)).worker);
       return w;
     })(),
-    chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] }),
+    launchChromium(),
   ]);
 }, 180_000);
 

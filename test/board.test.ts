@@ -13,19 +13,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { ensureFreshBoard, launchChromium } from './support/board.ts';
 import { spawnHerald, type HeraldProcess } from './support/herald-process.ts';
 import { GATED_TASKS_DIR, Gates } from './support/gates.ts';
 import { startServer, waitUntil } from './system/support.ts';
-import { ensureFreshBoard } from './support/board-build.ts';
 import { postToRow } from '../bench/board-latency.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ARTIFACTS = path.join(ROOT, 'test-artifacts');
 const DOCS_SHOT = process.env.HERALD_DOCS_SCREENSHOT === '1';
-const CHROMIUM = process.env.HERALD_CHROMIUM ?? '/usr/bin/chromium';
 const XSS = `<script>window.__xss=1</script><img src=x onerror="window.__xss=2">`;
 const TERMINAL = ['succeeded', 'failed', 'cancelled'];
 
@@ -164,11 +163,7 @@ beforeAll(async () => {
       await w.waitForMessage(/^worker started$/, 60_000);
       return w;
     })(),
-    chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-    }),
+    launchChromium(),
   ]);
 }, 180_000);
 

@@ -78,13 +78,18 @@ describe('roles', () => {
 });
 
 describe('token configuration', () => {
-  it('parses role:token pairs and rejects malformed ones', () => {
-    const t = parseTokens(' viewer:a , admin:b:c ');
-    expect(t.size).toBe(2);
-    expect(t.roleOf('a')).toBe('viewer');
-    expect(t.roleOf('b:c')).toBe('admin');
-    expect(t.roleOf('b')).toBeUndefined();
-    expect(() => parseTokens('root:x')).toThrow(/role:token with role viewer, producer or admin/);
+  it('parses role:token and role:label:token entries and rejects malformed ones', () => {
+    const t = parseTokens(' viewer:a , admin:alice:c , producer:ci:d:e ');
+    expect(t.size).toBe(3);
+    expect(t.actorOf('a')).toEqual({ role: 'viewer' });
+    expect(t.actorOf('c')).toEqual({ role: 'admin', label: 'alice' });
+    // The label ends at the first colon after the role; the token may hold more.
+    expect(t.actorOf('d:e')).toEqual({ role: 'producer', label: 'ci' });
+    expect(t.actorOf('alice:c')).toBeUndefined();
+    expect(t.actorOf('alice')).toBeUndefined();
+    expect(() => parseTokens('root:x')).toThrow(/role:token or role:label:token with role viewer, producer or admin/);
+    expect(() => parseTokens('admin:bad label:x')).toThrow(/bad label/);
+    expect(() => parseTokens('admin:alice:')).toThrow(/no token after it/);
     expect(() => parseTokens('viewer:')).toThrow(/role:token/);
     expect(() => parseTokens('justatoken')).toThrow(/role:token/);
     expect(() => parseTokens('viewer:x,admin:x')).toThrow(/two roles/);

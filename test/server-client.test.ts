@@ -1,6 +1,7 @@
 // The typed client (client/index.ts) against a real server with tokens.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HeraldApiError, HeraldClient, type StreamEvent } from '../client/index.ts';
+import { rollupAll } from './support/history.ts';
 import { TOKEN_SPEC, TOKENS, simulateWorker, testServer, until, type TestServer } from './server-support.ts';
 
 let s: TestServer;
@@ -130,5 +131,25 @@ describe('HeraldClient', () => {
       for await (const _ of new HeraldClient({ baseUrl: s.url }).events()) break;
     })());
     expect(err.statusCode).toBe(401);
+  });
+
+  it('searches, runs bulk actions and reads queue history', async () => {
+    const made = await producer.enqueueBatch([
+      { kind: 'bill', queue: 'client-bulk', payload: { customer: 42 } },
+      { kind: 'bill', queue: 'client-bulk', payload: { customer: 7 } },
+      { kind: 'bill', queue: 'client-bulk', payload: { customer: 42, vip: true } },
+    ]);
+    const page = await admin.list({ queue: 'client-bulk', payload: { customer: 42 }, createdAfter: new Date(Date.now() - 3_600_000) });
+    expect(page.jobs.map((j) => j.id)).toEqual([made[2].id, made[0].id]);
+    expect(page.searched).toBeUndefined();
+    expect(await admin.bulk({ action: 'cancel', filter: { queue: 'client-bulk', payload: { customer: 42 } }, dryRun: true })).toEqual({ matched: 2 });
+    expect(await admin.bulk({ action: 'cancel', filter: { queue: 'client-bulk', payload: '{"customer":42}' } })).toEqual({ matched: 2, affected: 2 });
+    expect((await admin.get(made[1].id)).status).toBe('queued');
+    const refused = await apiError(admin.bulk({ action: 'delete', filter: { kind: 'bill' } }));
+    expect(refused).toMatchObject({ statusCode: 400, message: expect.stringMatching(/must name a queue or a status/) });
+    await rollupAll(s.queue, s.db.pool);
+    const history = await admin.queueStats('client-bulk', '24h');
+    expect(history).toHaveLength(96);
+    expect(history.reduce((n, b) => n + b.enqueued, 0)).toBe(3);
   });
 });

@@ -1,44 +1,22 @@
 // Housekeeping every worker runs: the reaper (about every second, so a SIGKILLed worker's jobs
 // come back within ~2 s through its vanished liveness lock), with it the expiry pass (queued
 // jobs past their expireAt end cancelled) and the removal of dead workers' registry rows; and
-// retention cleanup and the pruning of old rate-window records (about every minute). The core's advisory try-lock lets only one reaper work at a time, so a fleet of
+// retention cleanup and the pruning of old rate-window records (about every minute), and the
+// queue-history rollup (about every 10 s). The core's advisory try-lock lets only one reaper work at a time, so a fleet of
 // workers costs one cheap "lock busy" statement each. Jitter keeps them out of step.
 import type { Queue } from '../queue/queue.ts';
 import type { Logger } from '../queue/log.ts';
+import { Every } from '../queue/every.ts';
+import { historyRollup } from '../queue/history-rollup.ts';
 
 export interface MaintenanceOptions {
   queue: Queue;
   logger: Logger;
   reapEveryMs?: number;
   cleanupEveryMs?: number;
+  historyEveryMs?: number;
   /** Finished jobs older than this are deleted; 0 keeps them for ever. */
   retentionMs: number;
-}
-
-const jitter = (ms: number) => ms * (0.75 + 0.5 * Math.random());
-
-/** Runs `fn` every ~`everyMs` (jittered), never overlapping itself. */
-class Every {
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
-  private stopped = false;
-
-  constructor(private readonly everyMs: number, private readonly fn: () => Promise<void>, firstInMs = jitter(everyMs)) {
-    this.timer = setTimeout(() => this.tick(), firstInMs);
-  }
-
-  private tick(): void {
-    this.running = this.fn().finally(() => {
-      this.running = undefined;
-      if (!this.stopped) this.timer = setTimeout(() => this.tick(), jitter(this.everyMs));
-    });
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
-  }
 }
 
 export class Maintenance {
@@ -69,6 +47,7 @@ export class Maintenance {
         }
       }),
     );
+    this.jobs.push(historyRollup(queue, log, this.opts.historyEveryMs));
     if (this.opts.retentionMs > 0) {
       const every = this.opts.cleanupEveryMs ?? 60_000;
       this.jobs.push(

@@ -3,26 +3,42 @@ import type { JobRow } from './rows.ts';
 import { statement } from './statement.ts';
 import { withWaitingFor } from './waiting.ts';
 
+// The single-job routes and the bulk actions (search.ts) share these clauses, so "cancel" and
+// "retry" mean the same thing whichever way they are asked for.
+
 // A queued job is cancelled at once; a running one is asked to stop (its worker hears it on
 // herald_control, fires the handler's signal, and then writes 'cancelled').
-export const cancelJob = statement<[id: string], JobRow>(
-  'cancel',
-  `
-UPDATE herald.jobs
-SET status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END::herald.job_status,
+export const CANCEL = {
+  set: `status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END::herald.job_status,
     finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END,
-    cancel_requested_at = coalesce(cancel_requested_at, now())
-WHERE id = $1 AND status IN ('queued', 'running')
-RETURNING *`,
-);
+    cancel_requested_at = coalesce(cancel_requested_at, now())`,
+  where: `status IN ('queued', 'running')`,
+};
 
 // A failed or cancelled job runs again, with at least one attempt left (MAX_ATTEMPTS_LIMIT is the ceiling).
+export const RETRY = {
+  set: `status = 'queued', available_at = now(), finished_at = NULL, cancel_requested_at = NULL,
+    result = NULL, progress = NULL, max_attempts = greatest(max_attempts, attempt + 1)`,
+  where: `status IN ('failed', 'cancelled') AND attempt < ${MAX_ATTEMPTS_LIMIT}`,
+};
+
+/** Only finished jobs may be deleted: a queued or running one would vanish under its worker. */
+export const DELETE = { statuses: `('succeeded', 'failed', 'cancelled')` };
+
+export const cancelJob = statement<[id: string], JobRow>('cancel', `UPDATE herald.jobs SET ${CANCEL.set} WHERE id = $1 AND ${CANCEL.where} RETURNING *`);
+
 export const retryJob = statement<[id: string], JobRow>(
   'retry',
-  withWaitingFor(`rows AS (
-UPDATE herald.jobs
-SET status = 'queued', available_at = now(), finished_at = NULL, cancel_requested_at = NULL,
-    result = NULL, progress = NULL, max_attempts = greatest(max_attempts, attempt + 1)
-WHERE id = $1 AND status IN ('failed', 'cancelled') AND attempt < ${MAX_ATTEMPTS_LIMIT}
-RETURNING *)`),
+  withWaitingFor(`rows AS (UPDATE herald.jobs SET ${RETRY.set} WHERE id = $1 AND ${RETRY.where} RETURNING *)`),
+);
+
+/**
+ * Signs the events this transaction wrote with who asked for it (data.by, JSON $1). Run last in a
+ * manual action's transaction: its events are not visible to anyone yet, so this is still their
+ * first version as readers see it. Found by the key (tx, id); nothing on the workers' path pays.
+ */
+export const stampActor = statement<[actor: string]>(
+  'stamp_actor',
+  `UPDATE herald.job_events SET data = coalesce(data, '{}'::jsonb) || jsonb_build_object('by', $1::jsonb)
+WHERE tx = pg_current_xact_id_if_assigned()`,
 );

@@ -1,30 +1,9 @@
-import type { JobStatus } from '../schema.ts';
 import type { JobRow } from './rows.ts';
 import { statement } from './statement.ts';
 import { withWaitingFor } from './waiting.ts';
 import type { QueueSettingsRow } from './settings.ts';
 
 export const getJob = statement<[id: string], JobRow>('get', withWaitingFor(`rows AS (SELECT * FROM herald.jobs WHERE id = $1)`));
-
-// Newest first, with optional filters and a keyset cursor (`before` an id).
-export const listJobs = statement<
-  [queue: string | null, status: JobStatus | null, kind: string | null, before: string | null, limit: number],
-  JobRow
->(
-  'list',
-  withWaitingFor(
-    `rows AS (
-  SELECT * FROM herald.jobs
-  WHERE ($1::text IS NULL OR queue = $1)
-    AND ($2::herald.job_status IS NULL OR status = $2)
-    AND ($3::text IS NULL OR kind = $3)
-    AND ($4::bigint IS NULL OR id < $4)
-  ORDER BY id DESC
-  LIMIT $5
-)`,
-    'j.id DESC',
-  ),
-);
 
 // Every queue that has jobs or settings, with its counts and settings.
 export const queueCounts = statement<

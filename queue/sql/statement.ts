@@ -10,13 +10,19 @@ export interface Statement<Params extends readonly unknown[], Row> {
   /** node-postgres prepares a named statement once per connection and reuses the plan. */
   readonly name: string;
   readonly text: string;
+  /**
+   * false: never prepared, so each call is planned for its own values. For optional filters
+   * ("$1 IS NULL OR queue = $1"): a prepared statement may switch to a generic plan, which
+   * cannot use the index the given filter needs.
+   */
+  readonly prepare?: false;
   /** Type-level only (never set): carries Params and Row to the call site. */
   readonly types?: { params: Params; row: Row };
 }
 
 /** Row = never: a statement whose rows nobody reads (only rowCount). */
-export function statement<Params extends readonly unknown[], Row = never>(name: string, text: string): Statement<Params, Row> {
-  return { name: `herald_${name}`, text: text.trim() };
+export function statement<Params extends readonly unknown[], Row = never>(name: string, text: string, opts: { prepare?: false } = {}): Statement<Params, Row> {
+  return { name: `herald_${name}`, text: text.trim(), ...opts };
 }
 
 /**
@@ -53,7 +59,7 @@ export class StatementRunner {
 
   async run<Params extends readonly unknown[], Row>(db: Executor, st: Statement<Params, Row>, values: Params): Promise<Result<Row>> {
     const config: pg.QueryConfig = { text: st.text, values: values as unknown as unknown[] };
-    if (!this.prepared) return toResult(await db.query(config));
+    if (!this.prepared || st.prepare === false) return toResult(await db.query(config));
     try {
       return toResult(await db.query({ ...config, name: st.name }));
     } catch (err) {

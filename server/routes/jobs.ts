@@ -1,9 +1,10 @@
-// Reading jobs (viewer) and changing them (admin: cancel, retry).
+// Reading and searching jobs (viewer) and changing them (admin: cancel, retry, bulk actions).
 import type { FastifyInstance } from 'fastify';
-import { NotFoundError } from '../../queue/errors.ts';
-import type { JobStatus } from '../../queue/schema.ts';
+import { NotFoundError, ValidationError } from '../../queue/errors.ts';
+import type { JobFilter } from '../../queue/search.ts';
+import type { BulkAction } from '../../queue/sql/search.ts';
 import type { ServerContext } from '../context.ts';
-import { errors, idParams, jobEvents, jobPage, jobRef, listQuery } from '../schemas.ts';
+import { bulkBody, bulkResult, errors, idParams, jobEvents, jobPage, jobRef, listQuery } from '../schemas.ts';
 
 const MAX_ID = 2n ** 63n - 1n;
 
@@ -24,8 +25,11 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
       schema: {
         tags: ['jobs'],
         operationId: 'listJobs',
-        summary: 'List jobs, newest first',
-        description: 'Page with ?before=<the `next` of the previous page>; `next` is null on the last page.',
+        summary: 'List and search jobs, newest first',
+        description:
+          'Page with ?before=<the `next` of the previous page>; `next` is null on the last page. A search by group, tag, payload, ' +
+          'error or time range looks at the newest 100,000 jobs (of all queues) below the cursor; when that window ends before ' +
+          'the page fills, `searched` says how many jobs were looked at and `next` continues below them.',
         querystring: listQuery,
         response: {
           200: { description: 'a page of jobs', ...jobPage },
@@ -34,9 +38,37 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
       },
     },
     async (request) => {
-      const q = request.query as { queue?: string; status?: JobStatus; kind?: string; limit: number; before?: string };
+      const q = request.query as JobFilter & { limit: number; before?: string };
       if (q.before !== undefined && BigInt(q.before) > MAX_ID) q.before = MAX_ID.toString();
       return ctx.queue.list(q);
+    },
+  );
+
+  app.post(
+    '/api/jobs/bulk',
+    {
+      config: { role: 'admin' },
+      schema: {
+        tags: ['jobs'],
+        operationId: 'bulkJobs',
+        summary: 'Retry, cancel or delete every job a filter matches',
+        description:
+          'retry applies to failed and cancelled jobs, cancel to queued and running ones (running ones get cancelRequested), ' +
+          'delete to succeeded, failed and cancelled ones, with their events. Jobs in other statuses count in `matched` and ' +
+          'are left alone. The filter must name a queue or a status. Works in transactions of at most 1,000 jobs.',
+        body: bulkBody,
+        response: { 200: { description: '{matched} on a dry run, {matched, affected} otherwise', ...bulkResult }, ...errors(400, 401, 403) },
+      },
+    },
+    async (request) => {
+      const { action, filter, dryRun } = request.body as { action: BulkAction; filter: JobFilter; dryRun?: boolean };
+      if (filter.queue === undefined && filter.status === undefined) {
+        throw new ValidationError('filter must name a queue or a status: a bulk action over every job is refused');
+      }
+      if (dryRun) return { matched: await ctx.queue.countMatching(filter) };
+      const result = await ctx.queue.bulk(action, filter, { actor: request.actor });
+      request.log.info({ action, filter, ...result, by: request.actor }, 'bulk action');
+      return result;
     },
   );
 
@@ -91,7 +123,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
         response: { 200: jobRef, ...errors(400, 401, 403, 404, 409) },
       },
     },
-    async (request) => ctx.queue.cancel(jobId(request.params)),
+    async (request) => ctx.queue.cancel(jobId(request.params), request.actor),
   );
 
   app.post(
@@ -107,6 +139,6 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
         response: { 200: jobRef, ...errors(400, 401, 403, 404, 409) },
       },
     },
-    async (request) => ctx.queue.retry(jobId(request.params)),
+    async (request) => ctx.queue.retry(jobId(request.params), request.actor),
   );
 }

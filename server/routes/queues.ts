@@ -1,8 +1,9 @@
 // Queues (counts and settings, and changing the settings) and the worker registry.
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.ts';
+import type { HistoryRange } from '../../queue/history.ts';
 import type { QueueSettingsPatch } from '../../queue/queue.ts';
-import { errors, queueCounts, queueParams, queuePatch, workers } from '../schemas.ts';
+import { errors, queueCounts, queueParams, queuePatch, queueStats, statsQuery, workers } from '../schemas.ts';
 
 export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get(
@@ -40,6 +41,30 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
     async (request) => {
       const { queue } = request.params as { queue: string };
       return ctx.queue.patchQueue(queue, request.body as QueueSettingsPatch);
+    },
+  );
+
+  app.get(
+    '/api/queues/:queue/stats',
+    {
+      config: { role: 'viewer' },
+      schema: {
+        tags: ['operations'],
+        operationId: 'queueStats',
+        summary: "A queue's history: enqueued, started, succeeded, failed, wait p50/p95 and depth over time",
+        description:
+          'range=1h gives 60 buckets of 1 minute, 24h 96 of 15 minutes, 7d 168 of 1 hour, oldest first, up to the current ' +
+          '(still filling) one. Rolled up from the event log about every 10 s and kept 30 days. A queue without history ' +
+          'gives empty buckets.',
+        params: queueParams,
+        querystring: statsQuery,
+        response: { 200: { description: "the queue's history, oldest bucket first", ...queueStats }, ...errors(400, 401, 403) },
+      },
+    },
+    async (request) => {
+      const { queue } = request.params as { queue: string };
+      const { range } = request.query as { range: HistoryRange };
+      return { buckets: await ctx.queue.history(queue, range) };
     },
   );
 

@@ -63,6 +63,8 @@ const idPart = fc.oneof(fc.constant('@existing'), fc.bigInt({ min: 0n, max: 10n 
 const path = fc.oneof(
   fc.constant('/api/jobs'),
   fc.constant('/api/jobs/batch'),
+  fc.constant('/api/jobs/bulk'),
+  nasty.map((q) => `/api/queues/${encodeURIComponent(q)}/stats`),
   idPart.map((id) => `/api/jobs/${id}`),
   idPart.map((id) => `/api/jobs/${id}/events`),
   idPart.map((id) => `/api/jobs/${id}/cancel`),
@@ -71,7 +73,7 @@ const path = fc.oneof(
 );
 const query = fc.array(
   fc.tuple(
-    fc.constantFrom('queue', 'status', 'kind', 'limit', 'before', 'wait', 'lastEventId', 'job', 'token', 'x'),
+    fc.constantFrom('queue', 'status', 'kind', 'limit', 'before', 'wait', 'lastEventId', 'job', 'token', 'x', 'payload', 'error', 'createdAfter', 'createdBefore', 'group', 'tag', 'range'),
     fc.oneof(nasty, fc.integer({ min: -5, max: 70_000 }).map(String), fc.constantFrom('queued', 'failed', '0', '25', '500', '501')),
   ),
   { maxLength: 4 },

@@ -3,7 +3,7 @@
 
 import { auth } from './auth.svelte';
 import { normalizeEvent } from './live/normalize-event';
-import type { EnqueueInput, Health, Job, BoardEvent, JobFilter, QueueCounts, QueueSettingsPatch, Schedule, WorkerInfo } from './types';
+import type { BoardEvent, BulkAction, EnqueueInput, Health, HistoryBucket, HistoryRange, Job, JobFilter, JobPage, QueueCounts, QueueSettingsPatch, Schedule, WorkerInfo } from './types';
 
 export class ApiError extends Error {
   constructor(
@@ -85,8 +85,19 @@ export async function listQueues(): Promise<QueueCounts[]> {
 
 export function listJobs(
   filter: JobFilter & { limit?: number; before?: string | null },
-): Promise<{ jobs: Job[]; next: string | null }> {
+): Promise<JobPage> {
   return request('GET', `/api/jobs${query({ ...filter })}`);
+}
+
+/** Retries, cancels or deletes every job the filter matches; `dryRun` only counts them. */
+export function bulkAction(action: BulkAction, filter: JobFilter, dryRun: boolean): Promise<{ matched: number; affected?: number }> {
+  const f = Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined && v !== ''));
+  return request('POST', '/api/jobs/bulk', { body: { action, filter: f, dryRun } });
+}
+
+export async function queueHistory(queue: string, range: HistoryRange): Promise<HistoryBucket[]> {
+  const r = await request<{ buckets: HistoryBucket[] }>('GET', `/api/queues/${encodeURIComponent(queue)}/stats${query({ range })}`);
+  return r.buckets ?? [];
 }
 
 export function getJob(id: string): Promise<Job> {

@@ -4,7 +4,7 @@
 // may be known only from stream events, and the filters and states of its views.
 import type { ApiJobEvent, Job, JobStatus, QueueCounts, QueueSettingsPatch } from 'herald/client';
 
-export type { EnqueueInput, EventType, Health, Job, JobStatus, QueueCounts, QueueSettingsPatch, Schedule, WorkerInfo } from 'herald/client';
+export type { BulkAction, EnqueueInput, EventType, Health, HistoryBucket, HistoryRange, Job, JobPage, JobStatus, QueueCounts, QueueSettingsPatch, Schedule, WorkerInfo } from 'herald/client';
 
 /** The buckets `GET /api/queues` counts: a queued job whose runAt is still ahead counts as `scheduled`. */
 export type CountBucket = Exclude<keyof QueueCounts, 'queue' | keyof QueueSettingsPatch>;
@@ -45,6 +45,13 @@ export interface JobFilter {
   queue?: string;
   status?: string;
   kind?: string;
+  /** Search filters (see lib/search.ts): the server judges these; stream events cannot. */
+  group?: string;
+  tag?: string;
+  payload?: string;
+  error?: string;
+  createdAfter?: string;
+  createdBefore?: string;
 }
 
 export type StreamState = 'connecting' | 'live' | 'reconnecting';

@@ -1,5 +1,5 @@
 -- Hand-written: the triggers behind queue settings, schedules and the job events added with them
--- (0007_queue_control.sql made the tables). Statement-level, like 0001_triggers.sql.
+-- (0009_queue_control.sql made the tables). Statement-level, like 0001_triggers.sql.
 --
 -- Channels (besides those of 0001):
 --   herald_control payload 'queues'     queue settings changed: workers re-read them (a resume wakes them)

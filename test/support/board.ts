@@ -1,9 +1,11 @@
-// The board the browser tests drive is web/dist, as the server serves it.
+// What the board tests in Chromium share: a fresh build of the board, and Chromium itself.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { chromium, type Browser } from 'playwright-core';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const CHROMIUM = process.env.HERALD_CHROMIUM ?? '/usr/bin/chromium';
 
 /** Newest modification time of the board's sources (web/src, index.html, the Vite config). */
 function newestSource(dir = path.join(ROOT, 'web')): number {
@@ -27,3 +29,11 @@ export async function ensureFreshBoard(): Promise<void> {
   await build({ configFile: path.join(ROOT, 'web', 'vite.config.ts'), logLevel: 'warn' });
 }
 
+/** Headless Debian Chromium (no browser download). */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+  });
+}

@@ -1,0 +1,121 @@
+// The job filter that GET /api/jobs and the bulk actions share: one predicate, so a bulk
+// action touches exactly the jobs the same filter lists. Its parameters come first (see
+// filterValues in queue/search.ts); each statement numbers its own after them with `p(n)`.
+//
+// These statements are never prepared: a prepared statement may switch to a generic plan, and
+// a generic plan of "$1 IS NULL OR queue = $1" cannot use the queue index. Planning each call
+// costs well under a millisecond; a wrong plan costs a table scan.
+import type { JobStatus } from '../schema.ts';
+import { CANCEL, DELETE, RETRY } from './admin.ts';
+import type { JobRow } from './rows.ts';
+import { withWaitingFor } from './waiting.ts';
+import { statement } from './statement.ts';
+
+const JOB_FILTER = `
+      ($1::text IS NULL OR j.queue = $1)
+  AND ($2::herald.job_status IS NULL OR j.status = $2)
+  AND ($3::text IS NULL OR j.kind = $3)
+  AND ($4::jsonb IS NULL OR j.payload @> $4)
+  AND ($5::text IS NULL OR j.last_error->>'message' ILIKE $5)
+  AND ($6::timestamptz IS NULL OR j.created_at >= $6)
+  AND ($7::timestamptz IS NULL OR j.created_at <= $7)
+  AND ($8::text IS NULL OR j."group" = $8)
+  AND ($9::text IS NULL OR j.tags @> ARRAY[$9::text])`;
+
+/** The filter's parameters, in JOB_FILTER's order: payload as JSON text, error as an ILIKE pattern, times as ISO. */
+export type FilterParams = [
+  queue: string | null,
+  status: JobStatus | null,
+  kind: string | null,
+  payloadJson: string | null,
+  errorPattern: string | null,
+  createdAfter: string | null,
+  createdBefore: string | null,
+  group: string | null,
+  tag: string | null,
+];
+const FILTER_PARAMS = 9;
+const p = (n: number) => `$${FILTER_PARAMS + n}`;
+
+const unprepared = { prepare: false } as const;
+
+/**
+ * A page, newest first: ids below p(1) (the cursor) and, for a bounded search, at or above
+ * p(3) (the oldest id of its window); p(2) rows.
+ */
+export const listJobs = statement<[...FilterParams, before: string | null, limit: number, floor: string | null], JobRow>(
+  'list',
+  withWaitingFor(
+    `rows AS (
+SELECT j.* FROM herald.jobs j
+WHERE ${JOB_FILTER}
+  AND (${p(1)}::bigint IS NULL OR j.id < ${p(1)})
+  AND (${p(3)}::bigint IS NULL OR j.id >= ${p(3)})
+ORDER BY j.id DESC
+LIMIT ${p(2)})`,
+    'j.id DESC',
+  ),
+  unprepared,
+);
+
+/**
+ * The oldest id of a search window: the $2-th newest job below $1, or no row when fewer are
+ * left. An index-only walk down the primary key. The window is the newest jobs of the whole
+ * table, not of one queue: ids follow the table's physical order, so a page of a search reads a
+ * bounded run of consecutive heap pages whatever its filters (a queue's own newest 100,000 jobs
+ * can be spread over every page of the table).
+ */
+export const windowFloor = statement<[before: string | null, window: number], { id: string }>(
+  'window_floor',
+  `
+SELECT id FROM herald.jobs
+WHERE ($1::bigint IS NULL OR id < $1)
+ORDER BY id DESC
+OFFSET $2::int - 1
+LIMIT 1`,
+  unprepared,
+);
+
+/** How many jobs the filter matches (a bulk action's dry run). */
+export const countJobs = statement<FilterParams, { n: number }>(
+  'count_matching',
+  `SELECT count(*)::int AS n FROM herald.jobs j WHERE ${JOB_FILTER}`,
+  unprepared,
+);
+
+// A bulk action works through the matches newest first, p(2) at a time, below the cursor p(1);
+// each call is its own short transaction. `matched` counts the batch, `affected` the jobs the
+// action changed: the eligible statuses are re-checked on the locked row, so a job that moved
+// on meanwhile is left alone. `last` is the next cursor.
+const bulkBatch = (name: string, action: string) =>
+  statement<[...FilterParams, before: string | null, batchSize: number], { matched: number; affected: number; last: string | null }>(
+    name,
+    `
+WITH batch AS (
+  SELECT j.id FROM herald.jobs j
+  WHERE ${JOB_FILTER} AND (${p(1)}::bigint IS NULL OR j.id < ${p(1)})
+  ORDER BY j.id DESC
+  LIMIT ${p(2)}
+),
+acted AS (${action})
+SELECT (SELECT count(*) FROM batch)::int AS matched,
+       (SELECT count(*) FROM acted)::int AS affected,
+       (SELECT min(id) FROM batch)::text AS last`,
+    unprepared,
+  );
+
+export const BULK_ACTIONS = ['retry', 'cancel', 'delete'] as const;
+export type BulkAction = (typeof BULK_ACTIONS)[number];
+
+export const bulkStatements = {
+  retry: bulkBatch('bulk_retry', `UPDATE herald.jobs SET ${RETRY.set} FROM batch b WHERE herald.jobs.id = b.id AND ${RETRY.where} RETURNING 1`),
+  cancel: bulkBatch('bulk_cancel', `UPDATE herald.jobs SET ${CANCEL.set} FROM batch b WHERE herald.jobs.id = b.id AND ${CANCEL.where} RETURNING 1`),
+  // Events go with their jobs, as in retention.
+  delete: bulkBatch(
+    'bulk_delete',
+    `
+  DELETE FROM herald.jobs d USING batch b WHERE d.id = b.id AND d.status IN ${DELETE.statuses} RETURNING d.id
+), gone_events AS (
+  DELETE FROM herald.job_events e USING acted a WHERE e.job_id = a.id`,
+  ),
+} satisfies Record<BulkAction, unknown>;
