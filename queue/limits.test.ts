@@ -33,6 +33,8 @@ describe('queue settings', () => {
     expect(a).toEqual({
       queue: 'empty', queued: 0, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0,
       paused: false, concurrency: 3, groupConcurrency: null, rateLimit: { count: 5, periodMs: 1000 },
+      // The core API without an actor records the time of the change but not who made it.
+      updatedBy: null, updatedAt: expect.any(String),
     });
     const b = await q.patchQueue('empty', { paused: true, groupConcurrency: 2 });
     expect(b).toMatchObject({ paused: true, concurrency: 3, groupConcurrency: 2, rateLimit: { count: 5, periodMs: 1000 } });

@@ -163,8 +163,13 @@ export interface QueueSettings {
   rateLimit: RateLimit | null;
 }
 
-/** A queue's entry in GET /api/queues: its counts and its settings. */
-export type QueueInfo = QueueCount & QueueSettings;
+/** A queue's entry in GET /api/queues: its counts, its settings and their last change. */
+export type QueueInfo = QueueCount & QueueSettings & {
+  /** Who last changed the settings; null when never changed, or not recorded (older rows, core API without an actor). */
+  updatedBy: Actor | null;
+  /** When the settings last changed (ISO); null for a queue that never had settings. */
+  updatedAt: string | null;
+};
 
 /** A PATCH: an absent key keeps the setting, null clears a limit. */
 export type QueueSettingsPatch = Partial<QueueSettings>;
@@ -540,9 +545,14 @@ export class Queue {
     if (!actor) return fn(this.pool);
     return inTransaction(this.pool, async (c) => {
       const result = await fn(c);
-      await this.run(stampActor, [JSON.stringify(actor)], c);
+      await this.stamp(actor, c);
       return result;
     });
+  }
+
+  /** Signs the events transaction c wrote so far with `actor` (data.by); run it last. */
+  private async stamp(actor: Actor | undefined, c: Executor): Promise<void> {
+    if (actor) await this.run(stampActor, [JSON.stringify(actor)], c);
   }
 
   async cancel(id: string, actor?: Actor): Promise<Job> {
@@ -608,10 +618,13 @@ export class Queue {
 
   // ---- queue settings ---------------------------------------------------------------------
 
-  /** Changes a queue's settings (creating its row if needed) and returns its entry. */
-  async patchQueue(queue: string, patch: QueueSettingsPatch): Promise<QueueInfo> {
+  /**
+   * Changes a queue's settings (creating its row if needed) and returns its entry. The row
+   * records `actor` and the time as its last change (updatedBy, updatedAt).
+   */
+  async patchQueue(queue: string, patch: QueueSettingsPatch, actor?: Actor): Promise<QueueInfo> {
     try {
-      await this.run(patchQueueSettings, [queue, JSON.stringify(patch)]);
+      await this.run(patchQueueSettings, [queue, JSON.stringify(patch), actor ? JSON.stringify(actor) : null]);
     } catch (err) {
       throw fromPgError(err);
     }
@@ -653,14 +666,15 @@ export class Queue {
     return (await this.run(listSchedules, [])).rows.map(toSchedule);
   }
 
-  /** Makes the schedule's job now ("run now"), outside its ticks. */
-  async runSchedule(name: string): Promise<Job> {
+  /** Makes the schedule's job now ("run now"), outside its ticks; its enqueued event names `actor` (data.by). */
+  async runSchedule(name: string, actor?: Actor): Promise<Job> {
     return inTransaction(this.pool, async (c) => {
       const { rows } = await this.run(lockSchedule, [name], c);
       if (!rows[0]) throw new NotFoundError(`schedule "${name}" does not exist`);
       const [made] = await this.insert(c, [toRecord(rows[0].job as unknown as ScheduleJob)]);
       if (made instanceof Error) throw made;
       await this.run(markScheduleRun, [name, new Date(made.job.createdAt), made.job.id, rows[0].next_run_at], c);
+      await this.stamp(actor, c);
       return made.job;
     });
   }
@@ -793,6 +807,8 @@ export class Queue {
       queued: r.queued, scheduled: r.scheduled, running: r.running,
       succeeded: r.succeeded, failed: r.failed, cancelled: r.cancelled,
       ...toSettings(r),
+      updatedBy: r.updated_by,
+      updatedAt: r.updated_at?.toISOString() ?? null,
     }));
   }
 

@@ -177,6 +177,9 @@ export const queues = herald.table(
     rateCount: integer('rate_count'),
     ratePeriodMs: integer('rate_period_ms'),
     updatedAt: tstz('updated_at').notNull().defaultNow(),
+    // Who made the last change ({role, label?} as the token says); null for rows from before it
+    // was recorded, or changed through the core API without an actor.
+    updatedBy: jsonb('updated_by').$type<{ role: string | null; label?: string }>(),
   },
   (t) => [
     check('queues_queue_name', sql`${t.queue} ~ ${sql.raw(NAME_PATTERN)}`),

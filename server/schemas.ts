@@ -290,6 +290,15 @@ const queueInfo = {
     concurrency: nullable('integer'),
     groupConcurrency: nullable('integer'),
     rateLimit: nullable('object', { properties: { count: { type: 'integer' }, periodMs: { type: 'integer' } } }),
+    updatedBy: nullable('object', {
+      required: ['role'],
+      properties: {
+        role: nullable('string', { description: "the token's role; null when auth is off" }),
+        label: { type: 'string', description: "the token's label (HERALD_TOKENS entry role:label:token), when it has one" },
+      },
+      description: 'who last changed the settings; null when never changed or not recorded (rows from before it was)',
+    }),
+    updatedAt: nullable('string', { format: 'date-time', description: 'when the settings last changed; null when never' }),
   }),
 } as const;
 

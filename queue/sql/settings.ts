@@ -8,30 +8,35 @@ export interface QueueSettingsRow {
   group_concurrency: number | null;
   rate_count: number | null;
   rate_period_ms: number | null;
+  updated_at: Date | null;
+  updated_by: { role: string | null; label?: string } | null;
 }
 
 // PATCH semantics in one statement: $2 is the patch as JSON. A key that is absent keeps the
 // stored value; a key set to null clears that limit. A queue needs no jobs to get settings.
+// $3 (JSON {role, label?} or null) is who asked: every change records it with its time.
 const patched = (key: string, column: string, cast: string) =>
   `CASE WHEN $2::jsonb ? '${key}' THEN ${cast} ELSE q.${column} END`;
 
-export const patchQueueSettings = statement<[queue: string, patch: string], QueueSettingsRow>(
+export const patchQueueSettings = statement<[queue: string, patch: string, actor: string | null], QueueSettingsRow>(
   'patch_queue',
   `
-INSERT INTO herald.queues AS q (queue, paused, concurrency, group_concurrency, rate_count, rate_period_ms)
+INSERT INTO herald.queues AS q (queue, paused, concurrency, group_concurrency, rate_count, rate_period_ms, updated_by)
 VALUES ($1,
         coalesce(($2::jsonb->>'paused')::boolean, false),
         ($2::jsonb->>'concurrency')::int,
         ($2::jsonb->>'groupConcurrency')::int,
         ($2::jsonb->'rateLimit'->>'count')::int,
-        ($2::jsonb->'rateLimit'->>'periodMs')::int)
+        ($2::jsonb->'rateLimit'->>'periodMs')::int,
+        $3::jsonb)
 ON CONFLICT (queue) DO UPDATE SET
   paused = ${patched('paused', 'paused', `($2::jsonb->>'paused')::boolean`)},
   concurrency = ${patched('concurrency', 'concurrency', `($2::jsonb->>'concurrency')::int`)},
   group_concurrency = ${patched('groupConcurrency', 'group_concurrency', `($2::jsonb->>'groupConcurrency')::int`)},
   rate_count = ${patched('rateLimit', 'rate_count', `($2::jsonb->'rateLimit'->>'count')::int`)},
   rate_period_ms = ${patched('rateLimit', 'rate_period_ms', `($2::jsonb->'rateLimit'->>'periodMs')::int`)},
-  updated_at = now()
+  updated_at = now(),
+  updated_by = $3::jsonb
 RETURNING q.*`,
 );
 

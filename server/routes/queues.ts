@@ -31,6 +31,7 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
         summary: "Change a queue's settings: pause, concurrency, groupConcurrency, rateLimit",
         description:
           'Any of the fields; an absent one keeps its value, null clears a limit. Works for a queue that has no jobs yet. ' +
+          "The queue records who made the change (the token's role and label) and when: updatedBy, updatedAt. " +
           'The limits hold across every worker process at once. Once this returns, no job of a paused queue starts; ' +
           'resuming wakes the workers at once.',
         params: queueParams,
@@ -40,7 +41,7 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
     async (request) => {
       const { queue } = request.params as { queue: string };
-      return ctx.queue.patchQueue(queue, request.body as QueueSettingsPatch);
+      return ctx.queue.patchQueue(queue, request.body as QueueSettingsPatch, request.actor);
     },
   );
 

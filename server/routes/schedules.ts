@@ -73,10 +73,11 @@ export function scheduleRoutes(app: FastifyInstance, ctx: ServerContext): void {
         tags: ['schedules'],
         operationId: 'runSchedule',
         summary: "Make the schedule's job now",
+        description: "The job's enqueued event names who asked (data.by: the token's role and label), like the other manual actions.",
         params: scheduleParams,
         response: { 201: jobRef, ...errors(400, 401, 403, 404) },
       },
     },
-    async (request, reply) => reply.code(201).send(await ctx.queue.runSchedule(nameOf(request.params))),
+    async (request, reply) => reply.code(201).send(await ctx.queue.runSchedule(nameOf(request.params), request.actor)),
   );
 }

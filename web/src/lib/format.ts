@@ -79,3 +79,13 @@ export function asText(x: unknown): string {
   if (x === null || x === undefined) return '';
   return JSON.stringify(x) ?? '';
 }
+
+/**
+ * Who made a manual change, in plain words: "alice (admin)" for a labelled token, "an admin token"
+ * for one without a label, "someone (auth is off)" when the server checks no tokens.
+ */
+export function fmtActor(by: { role: string | null; label?: string }): string {
+  if (by.role === null) return 'someone (auth is off)';
+  if (by.label) return `${by.label} (${by.role})`;
+  return `${/^[aeiou]/i.test(by.role) ? 'an' : 'a'} ${by.role} token`;
+}

@@ -7,7 +7,7 @@ import type { ApiJobEvent, Job, JobStatus, QueueCounts, QueueSettingsPatch } fro
 export type { BulkAction, EnqueueInput, EventType, Health, HistoryBucket, HistoryRange, Job, JobPage, JobStatus, QueueCounts, QueueSettingsPatch, Schedule, WorkerInfo } from 'herald/client';
 
 /** The buckets `GET /api/queues` counts: a queued job whose runAt is still ahead counts as `scheduled`. */
-export type CountBucket = Exclude<keyof QueueCounts, 'queue' | keyof QueueSettingsPatch>;
+export type CountBucket = Exclude<keyof QueueCounts, 'queue' | keyof QueueSettingsPatch | 'updatedBy' | 'updatedAt'>;
 
 // Records keyed by the unions, so a status or bucket added to the API fails the build here.
 export const JOB_STATUSES = Object.keys({

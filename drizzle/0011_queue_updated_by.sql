@@ -1,0 +1,1 @@
+ALTER TABLE "herald"."queues" ADD COLUMN "updated_by" jsonb;
