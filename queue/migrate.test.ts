@@ -139,4 +139,35 @@ describe('migrate', () => {
       await pool.end();
     }
   });
+
+  it('upgrades queue settings made before their changes were attributed: kept, with updatedBy null', async () => {
+    // drizzle/ up to 0010 (the last migration before updated_by), in a folder of its own.
+    const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as { entries: { tag: string }[] };
+    const upTo = journal.entries.findIndex((e) => e.tag.startsWith('0011_'));
+    expect(upTo).toBeGreaterThan(0);
+    const old = fs.mkdtempSync(path.join(fs.realpathSync(process.env.TMPDIR ?? '/tmp'), 'herald-migrations-'));
+    fs.mkdirSync(path.join(old, 'meta'));
+    const entries = journal.entries.slice(0, upTo);
+    for (const e of entries) fs.copyFileSync(path.join(MIGRATIONS_DIR, `${e.tag}.sql`), path.join(old, `${e.tag}.sql`));
+    fs.writeFileSync(path.join(old, 'meta', '_journal.json'), JSON.stringify({ ...journal, entries }));
+
+    const url = await freshDatabase('settings');
+    const pool = createPool(url, { max: 2 });
+    try {
+      await migrate(url, old);
+      await query(url, `INSERT INTO herald.queues (queue, paused, concurrency) VALUES ('mail', true, 3)`);
+      const [{ at }] = await query<{ at: Date }>(url, `SELECT updated_at AS at FROM herald.queues`);
+      await migrate(url);
+      expect(await query(url, 'SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations')).toEqual([{ n: HEAD }]);
+      const [mail] = await new Queue(pool).counts('mail');
+      expect(mail).toMatchObject({ paused: true, concurrency: 3, updatedBy: null, updatedAt: at.toISOString() });
+      // The next change is attributed.
+      expect(await new Queue(pool).patchQueue('mail', { paused: false }, { role: 'admin', label: 'alice' })).toMatchObject({
+        paused: false, concurrency: 3, updatedBy: { role: 'admin', label: 'alice' },
+      });
+    } finally {
+      await pool.end();
+      fs.rmSync(old, { recursive: true, force: true });
+    }
+  });
 });
