@@ -4,7 +4,7 @@
 import { createParser } from 'eventsource-parser';
 import type { Job, JobEvent } from '../queue/job.ts';
 import type {
-  EnqueueInput as CoreEnqueueInput, FeedHolder, JobPage, Queue, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo,
+  Actor, EnqueueInput as CoreEnqueueInput, FeedHolder, JobPage, Queue, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo,
 } from '../queue/queue.ts';
 import type { HistoryBucket, HistoryRange } from '../queue/history.ts';
 import type { EventType, JobStatus } from '../queue/schema.ts';
@@ -13,8 +13,8 @@ import type { JobFilter } from '../queue/search.ts';
 
 // The API's shapes are declared once, here and in the core; the board imports them as types.
 export type { Job, JobStatus, EventType, JobPage, JobFilter, HistoryBucket, HistoryRange, BulkAction };
-export type { QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo };
-/** Job counts and settings of one queue (GET /api/queues). */
+export type { Actor, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo };
+/** Job counts and settings of one queue, and who last changed them (GET /api/queues). */
 export type QueueCounts = QueueInfo;
 
 /** A job event as the API shows it. */
@@ -203,7 +203,10 @@ export class HeraldClient {
     return (await this.call<{ queues: QueueCounts[] }>('GET', '/api/queues')).body.queues;
   }
 
-  /** Pause or resume a queue, or set/clear its limits (admin). Absent keys stay; null clears a limit. */
+  /**
+   * Pause or resume a queue, or set/clear its limits (admin). Absent keys stay; null clears a limit.
+   * The reply's updatedBy names this client's token (its role and label).
+   */
   async patchQueue(queue: string, patch: QueueSettingsPatch): Promise<QueueInfo> {
     return (await this.call<QueueInfo>('PATCH', `/api/queues/${encodeURIComponent(queue)}`, patch)).body;
   }

@@ -1,6 +1,6 @@
 // The board's queue-control pages in headless Chromium (playwright-core, Debian's chromium),
 // against a real `herald server` and `herald worker` on this file's own database: the queue page
-// pauses, resumes and sets limits (and shows the server's 400), the schedules page creates,
+// pauses, resumes and sets limits (and shows the server's 400) and says who last changed them, the schedules page creates,
 // runs, pauses and deletes, the workers page lists the registry, and a queued job's page says in
 // words why it is not running. Every step waits for what the screen shows.
 import type { Browser, Page } from 'playwright-core';
@@ -58,6 +58,8 @@ it('the queue page pauses and resumes a queue, sets limits, and shows a 400 inli
   await page.click(tid('queue-pause'));
   await page.waitForSelector(`${tid('queue-state')}:text-is("paused")`);
   expect((await db.queue.counts('board-q'))[0].paused).toBe(true);
+  // Auth is off for this server: the change is recorded, with nobody's name.
+  await page.waitForSelector(`${tid('queue-updated')}:has-text("Settings last changed by someone (auth is off) at")`);
 
   // A job of the paused queue: its page says why it does not run.
   const { job } = await db.queue.enqueue({ kind: 'echo', queue: 'board-q' });
@@ -91,6 +93,17 @@ it('the queue page pauses and resumes a queue, sets limits, and shows a 400 inli
   expect(errors).toEqual([]);
   expect(jobTab.errors).toEqual([]);
   await jobTab.close();
+  await close();
+});
+
+it("the queue page says who last changed the settings, in the token's words", async () => {
+  await db.queue.patchQueue('alice-q', { concurrency: 4 }, { role: 'admin', label: 'alice' });
+  await db.queue.patchQueue('plain-token-q', { paused: true }, { role: 'admin' });
+  const { page, errors, close } = await open('#/queues/alice-q');
+  await page.waitForSelector(`${tid('queue-updated')}:has-text("Settings last changed by alice (admin) at")`);
+  await page.goto(`${server.url}/#/queues/plain-token-q`);
+  await page.waitForSelector(`${tid('queue-updated')}:has-text("Settings last changed by an admin token at")`);
+  expect(errors).toEqual([]);
   await close();
 });
 

@@ -24,6 +24,7 @@ describe('HeraldClient', () => {
   it('changes queue settings, manages schedules and lists workers', async () => {
     expect(await admin.patchQueue('client-q', { concurrency: 2, rateLimit: { count: 5, periodMs: 1000 } })).toMatchObject({
       queue: 'client-q', paused: false, concurrency: 2, groupConcurrency: null, rateLimit: { count: 5, periodMs: 1000 },
+      updatedBy: { role: 'admin' }, updatedAt: expect.any(String),
     });
     expect((await admin.queues()).find((q) => q.queue === 'client-q')).toMatchObject({ concurrency: 2 });
     expect((await apiError(producer.patchQueue('client-q', { paused: true }))).statusCode).toBe(403);
