@@ -5,7 +5,7 @@ import { ConflictError, NotFoundError, ValidationError, fromPgError } from './er
 import { inTransaction } from './database.ts';
 import { toEvent, toJob, type Job, type JobEvent } from './job.ts';
 import { START, type Cursor } from './cursor.ts';
-import type { JobStatus } from './schema.ts';
+import type { Actor, JobStatus } from './schema.ts';
 import { DEFAULTS, MAX_ATTEMPTS_LIMIT } from './defaults.ts';
 import { StatementRunner, type Executor, type Result, type Statement } from './sql/statement.ts';
 import { enqueueJobs, jobsByIdempotencyKey, type EnqueueRecord } from './sql/enqueue.ts';
@@ -83,13 +83,7 @@ export interface ErrorInfo {
   [k: string]: unknown;
 }
 
-/** Who asked for a manual action: recorded as data.by on the events it writes. */
-export interface Actor {
-  /** The token's role; null when auth is off (no HERALD_TOKENS). */
-  role: string | null;
-  /** The token's label (HERALD_TOKENS entry role:label:token), when it has one. */
-  label?: string;
-}
+export type { Actor };
 
 export interface ListOptions {
   before?: string;

@@ -165,6 +165,14 @@ export const jobEvents = herald.table(
 
 // ---- queue control ---------------------------------------------------------------------------
 
+/** Who asked for a manual action: data.by on the events it writes, updated_by of queue settings. */
+export interface Actor {
+  /** The token's role; null when auth is off (no HERALD_TOKENS). */
+  role: string | null;
+  /** The token's label (HERALD_TOKENS entry role:label:token), when it has one. */
+  label?: string;
+}
+
 // One row per queue that has settings; a queue without a row runs free. A claim of a queue
 // with a limit locks its row FOR UPDATE, so such claims take turns (see queue/sql/claim-limited.ts).
 export const queues = herald.table(
@@ -179,7 +187,7 @@ export const queues = herald.table(
     updatedAt: tstz('updated_at').notNull().defaultNow(),
     // Who made the last change ({role, label?} as the token says); null for rows from before it
     // was recorded, or changed through the core API without an actor.
-    updatedBy: jsonb('updated_by').$type<{ role: string | null; label?: string }>(),
+    updatedBy: jsonb('updated_by').$type<Actor>(),
   },
   (t) => [
     check('queues_queue_name', sql`${t.queue} ~ ${sql.raw(NAME_PATTERN)}`),

@@ -1,3 +1,4 @@
+import type { Actor } from '../schema.ts';
 import { statement } from './statement.ts';
 
 /** A row of herald.queues. */
@@ -9,7 +10,7 @@ export interface QueueSettingsRow {
   rate_count: number | null;
   rate_period_ms: number | null;
   updated_at: Date | null;
-  updated_by: { role: string | null; label?: string } | null;
+  updated_by: Actor | null;
 }
 
 // PATCH semantics in one statement: $2 is the patch as JSON. A key that is absent keeps the
