@@ -5,12 +5,12 @@
 // words why it is not running. Every step waits for what the screen shows.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
-import { spawnHerald, type HeraldProcess } from './support/herald-process.ts';
-import { startServer } from './system/support.ts';
-import { ensureFreshBoard, launchChromium } from './support/board.ts';
+import type { TestDatabase } from './support/db.ts';
+import type { HeraldProcess } from './support/herald-process.ts';
+import { startBoardStack, type BoardStack } from './support/board.ts';
 
 
+let stack: BoardStack;
 let db: TestDatabase;
 let server: { proc: HeraldProcess; url: string };
 let worker: HeraldProcess;
@@ -20,24 +20,13 @@ let browser: Browser;
 const tid = (id: string) => `[data-testid="${id}"]`;
 
 beforeAll(async () => {
-  await ensureFreshBoard();
-  db = await createTestDatabase();
-  const env = { DATABASE_URL: db.url, HERALD_LOG_LEVEL: 'info' };
-  [server, worker, browser] = await Promise.all([
-    startServer(env),
-    (async () => {
-      const w = spawnHerald(['worker', '--queues', 'board-q,default'], env);
-      workerId = String((await w.waitForMessage(/^worker started$/, 60_000)).worker);
-      return w;
-    })(),
-    launchChromium(),
-  ]);
+  stack = await startBoardStack({ workerArgs: ['--queues', 'board-q,default'] });
+  ({ db, worker, workerId, browser } = stack);
+  [server] = stack.servers;
 }, 180_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await Promise.all([server?.proc.dispose(), worker?.dispose()]);
-  await db?.drop();
+  await stack?.stop();
 });
 
 async function open(hash: string): Promise<{ page: Page; errors: string[]; close: () => Promise<void> }> {

@@ -10,17 +10,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureFreshBoard, launchChromium } from './support/board.ts';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
-import { spawnHerald, type HeraldProcess } from './support/herald-process.ts';
-import { startServer, waitUntil } from './system/support.ts';
+import { startBoardStack, type BoardStack } from './support/board.ts';
+import type { HeraldProcess } from './support/herald-process.ts';
+import { waitUntil } from './system/support.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOCS_SHOT = process.env.HERALD_DOCS_SCREENSHOT === '1';
 
-let db: TestDatabase;
+let stack: BoardStack;
 let server: { proc: HeraldProcess; url: string };
-let worker: HeraldProcess;
 let browser: Browser;
 
 interface Job {
@@ -64,24 +62,13 @@ async function shot(page: Page, name: string) {
 }
 
 beforeAll(async () => {
-  await ensureFreshBoard();
-  db = await createTestDatabase();
-  const env = { DATABASE_URL: db.url, HERALD_LOG_LEVEL: 'info' };
-  [server, worker, browser] = await Promise.all([
-    startServer(env),
-    (async () => {
-      const w = spawnHerald(['worker', '--concurrency', '20'], env);
-      await w.waitForMessage(/^worker started$/, 60_000);
-      return w;
-    })(),
-    launchChromium(),
-  ]);
+  stack = await startBoardStack({ workerArgs: ['--concurrency', '20'] });
+  ({ browser } = stack);
+  [server] = stack.servers;
 }, 180_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await Promise.all([server?.proc.dispose(), worker?.dispose()]);
-  await db?.drop();
+  await stack?.stop();
 });
 
 describe('find and act on the board', () => {

@@ -15,9 +15,9 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
-import { ensureFreshBoard, launchChromium } from './support/board.ts';
-import { spawnHerald, type HeraldProcess } from './support/herald-process.ts';
+import type { TestDatabase } from './support/db.ts';
+import { startBoardStack, type BoardStack } from './support/board.ts';
+import type { HeraldProcess } from './support/herald-process.ts';
 import { GATED_TASKS_DIR, Gates } from './support/gates.ts';
 import { startServer, waitUntil } from './system/support.ts';
 import { postToRow } from '../bench/board-latency.ts';
@@ -28,9 +28,9 @@ const DOCS_SHOT = process.env.HERALD_DOCS_SCREENSHOT === '1';
 const XSS = `<script>window.__xss=1</script><img src=x onerror="window.__xss=2">`;
 const TERMINAL = ['succeeded', 'failed', 'cancelled'];
 
+let stack: BoardStack;
 let db: TestDatabase;
 let server: { proc: HeraldProcess; url: string };
-let worker: HeraldProcess;
 let browser: Browser;
 let gates: Gates;
 /** A second server on the same database, with HERALD_TOKENS set. */
@@ -151,27 +151,15 @@ function expectCleanTab(tab: Tab) {
 // ---------------------------------------------------------------------------------------------
 
 beforeAll(async () => {
-  await ensureFreshBoard();
-  db = await createTestDatabase();
   gates = await Gates.start();
-  const env = { DATABASE_URL: db.url, HERALD_LOG_LEVEL: 'info' };
-  [server, secured, worker, browser] = await Promise.all([
-    startServer(env),
-    startServer({ ...env, HERALD_TOKENS: TOKENS }),
-    (async () => {
-      const w = spawnHerald(['worker', '--concurrency', '20', '--tasks', GATED_TASKS_DIR], env);
-      await w.waitForMessage(/^worker started$/, 60_000);
-      return w;
-    })(),
-    launchChromium(),
-  ]);
+  stack = await startBoardStack({ workerArgs: ['--concurrency', '20', '--tasks', GATED_TASKS_DIR], serverEnvs: [{}, { HERALD_TOKENS: TOKENS }] });
+  ({ db, browser } = stack);
+  [server, secured] = stack.servers;
 }, 180_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await Promise.all([server?.proc.dispose(), secured?.proc.dispose(), worker?.dispose()]);
+  await stack?.stop();
   await gates?.close();
-  await db?.drop();
 });
 
 describe('the board in Chromium', () => {
@@ -385,8 +373,8 @@ describe('the board in Chromium', () => {
     // The board is still waiting for its server.
     expect(await detail.page.textContent(tid('stream-state'))).toBe('reconnecting');
 
-    // Start a new server on the same port.
-    server = await startServer({ DATABASE_URL: db.url, PORT: port });
+    // Start a new server on the same port (in the stack's list, so the stack stops it too).
+    server = stack.servers[0] = await startServer({ DATABASE_URL: db.url, PORT: port });
     expect(new URL(server.url).port).toBe(port);
     await Promise.all([streamState(detail.page, 'live', 40_000), streamState(table.page, 'live', 40_000)]);
 
