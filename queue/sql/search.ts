@@ -104,9 +104,10 @@ SELECT (SELECT count(*) FROM batch)::int AS matched,
     unprepared,
   );
 
-export const BULK_ACTIONS = ['retry', 'cancel', 'delete'] as const;
-export type BulkAction = (typeof BULK_ACTIONS)[number];
+// Until server/schemas.ts and client/index.ts import them from queue/ (their branches of this wave own them).
+export { BULK_ACTIONS, type BulkAction } from '../search.ts';
 
+/** One statement per bulk action (BULK_ACTIONS in queue/search.ts). */
 export const bulkStatements = {
   retry: bulkBatch('bulk_retry', `UPDATE herald.jobs SET ${RETRY.set} FROM batch b WHERE herald.jobs.id = b.id AND ${RETRY.where} RETURNING 1`),
   cancel: bulkBatch('bulk_cancel', `UPDATE herald.jobs SET ${CANCEL.set} FROM batch b WHERE herald.jobs.id = b.id AND ${CANCEL.where} RETURNING 1`),
@@ -118,4 +119,4 @@ export const bulkStatements = {
 ), gone_events AS (
   DELETE FROM herald.job_events e USING acted a WHERE e.job_id = a.id`,
   ),
-} satisfies Record<BulkAction, unknown>;
+};

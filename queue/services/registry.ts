@@ -1,0 +1,52 @@
+// The worker registry: a worker's own row in herald.workers (register at start and after every
+// listener reconnect, refresh, unregister at stop). The list is read.ts's; dead rows are
+// maintain.ts's.
+import { registerWorker, touchWorker, unregisterWorker } from '../sql/workers.ts';
+import type { Db } from './db.ts';
+
+/** What a worker tells the registry about itself. */
+export interface WorkerRegistration {
+  id: string;
+  host: string;
+  pid: number;
+  /** Null: every queue. */
+  queues: string[] | null;
+  kinds: string[];
+  capabilities: string[];
+  concurrency: number;
+  lockKey: number | null;
+}
+
+/** A worker in GET /api/workers. Registry fields are null for a holder of jobs that never registered. */
+export interface WorkerInfo {
+  worker: string;
+  host: string | null;
+  pid: number | null;
+  queues: string[] | null;
+  kinds: string[] | null;
+  capabilities: string[] | null;
+  concurrency: number | null;
+  running: number;
+  startedAt: string | null;
+  lastSeenAt: string | null;
+  /** When its oldest running job started; null when idle. */
+  since: string | null;
+  jobs: string[];
+}
+
+export class RegistryService {
+  constructor(private readonly db: Db) {}
+
+  async registerWorker(w: WorkerRegistration): Promise<void> {
+    await this.db.run(registerWorker, [w.id, w.host, w.pid, w.queues, w.kinds, w.capabilities, w.concurrency, w.lockKey]);
+  }
+
+  /** Refreshes last_seen_at; false when the row is gone (register again). */
+  async touchWorker(id: string, lockKey: number | null): Promise<boolean> {
+    return (await this.db.run(touchWorker, [id, lockKey])).rows.length === 1;
+  }
+
+  async unregisterWorker(id: string): Promise<void> {
+    await this.db.run(unregisterWorker, [id]);
+  }
+}
