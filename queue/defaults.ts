@@ -58,6 +58,11 @@ export const MAX_TAGS = 16;
 /** Longest attempt a job may ask for (timeoutMs): one day. */
 export const MAX_TIMEOUT_MS = 86_400_000;
 
+/** How often a worker refreshes its registry row (last_seen_at). */
+export const WORKER_HEARTBEAT_MS = 2_000;
+/** A registry row not refreshed for this long is dead, lock or not (a frozen or cut-off process). */
+export const WORKER_STALE_MS = 5 * WORKER_HEARTBEAT_MS;
+
 /** Bounds of the queue settings (PATCH /api/queues/:queue); the table's checks say the same. */
 export const QUEUE_LIMITS = {
   concurrency: { min: 1, max: 10_000 },

@@ -14,7 +14,11 @@ import type pg from 'pg';
 import { createPool } from '../queue/database.ts';
 import { Listener } from '../queue/listener.ts';
 import { CONTROL_CHANNEL, JOBS_CHANNEL, parseJobsPayload } from '../queue/channels.ts';
-import { Queue } from '../queue/queue.ts';
+import { Db } from '../queue/services/db.ts';
+import { MaintainService } from '../queue/services/maintain.ts';
+import { RegistryService } from '../queue/services/registry.ts';
+import { ScheduleService } from '../queue/services/schedules.ts';
+import { WorkService } from '../queue/services/work.ts';
 import { DEFAULTS } from '../queue/defaults.ts';
 import { ValidationError } from '../queue/errors.ts';
 import type { Logger } from '../queue/log.ts';
@@ -83,7 +87,9 @@ export class Worker {
   readonly id = workerId();
   private readonly log: Logger;
   private readonly pool: pg.Pool;
-  private readonly queue: Queue;
+  /** The core services a worker uses, on one handle: no enqueue coalescer, no feed horizon. */
+  private readonly db: Db;
+  private readonly work: WorkService;
   private readonly listener: Listener;
   private readonly queues?: Set<string>;
   private readonly leaseMs: number;
@@ -114,7 +120,8 @@ export class Worker {
       logger: this.log,
       applicationName: `herald:worker:${process.pid}`,
     });
-    this.queue = new Queue(this.pool, { leaseMs: this.leaseMs, backoffBaseMs: opts.backoffBaseMs, backoffMaxMs: opts.backoffMaxMs });
+    this.db = new Db(this.pool, { leaseMs: this.leaseMs, backoffBaseMs: opts.backoffBaseMs, backoffMaxMs: opts.backoffMaxMs });
+    this.work = new WorkService(this.db);
     this.listener = new Listener({
       url: opts.listenUrl ?? opts.databaseUrl,
       channels: [JOBS_CHANNEL, CONTROL_CHANNEL],
@@ -143,7 +150,7 @@ export class Worker {
     const queues = this.queues ? [...this.queues] : undefined;
 
     this.completions = new Completions({
-      queue: this.queue,
+      work: this.work,
       worker: this.id,
       logger: log,
       writing: (leases, now) => this.slots.writing(leases, now),
@@ -171,10 +178,10 @@ export class Worker {
       logger: log,
       freeSlots: () => this.slots.free,
       claim: (limit) => this.claim(limit, { queues, capabilities, kinds }),
-      nextRunAt: async () => (await this.queue.nextRunAt(queues, capabilities, kinds))?.getTime() ?? null,
+      nextRunAt: async () => (await this.work.nextRunAt(queues, capabilities, kinds))?.getTime() ?? null,
     });
     this.leases = new LeaseKeeper({
-      queue: this.queue,
+      work: this.work,
       worker: this.id,
       leaseMs: this.leaseMs,
       logger: log,
@@ -190,9 +197,9 @@ export class Worker {
         for (const l of leases) if (this.slots.cancel(l)) log.info({ job: l.id, attempt: l.attempt }, 'cancel requested: handler aborted');
       },
     });
-    this.held = new HeldQueues(this.queue, log, this.queues);
+    this.held = new HeldQueues(this.work, log, this.queues);
     this.registry = new Registry({
-      queue: this.queue,
+      registry: new RegistryService(this.db),
       logger: log,
       id: this.id,
       queues: queues ?? null,
@@ -202,7 +209,7 @@ export class Worker {
       lockKey: () => this.listener.lockKey,
     });
     this.maintenance = new Maintenance({
-      queue: this.queue,
+      maintain: new MaintainService(this.db),
       logger: log,
       retentionMs: opts.retentionMs ?? DEFAULTS.retentionMs,
       reapEveryMs: opts.reapEveryMs,
@@ -220,7 +227,7 @@ export class Worker {
     await this.refreshHeld();
     this.claimer.start();
     if (opts.scheduler ?? true) {
-      this.scheduler = new Scheduler(this.queue, log);
+      this.scheduler = new Scheduler(new ScheduleService(this.db), log);
       this.scheduler.start();
     }
     this.leases.start();
@@ -276,12 +283,12 @@ export class Worker {
       const q = order[(this.turn + i) % order.length];
       let jobs: Job[];
       if (q === null) {
-        jobs = await this.queue.claim({ ...base, queues: who.queues, limit: limit - got });
+        jobs = await this.work.claim({ ...base, queues: who.queues, limit: limit - got });
       } else {
         // No claim-ahead for a limited queue: a buffered job would hold one of its few slots idle.
         const room = Math.min(limit - got, this.slots.idle);
         if (room <= 0) continue;
-        const r = await this.queue.claimLimited(q, { ...base, limit: room });
+        const r = await this.work.claimLimited(q, { ...base, limit: room });
         jobs = r.jobs;
         if (r.retryAt) this.claimer.dueAtTime(r.retryAt.getTime());
       }
@@ -296,7 +303,7 @@ export class Worker {
     const leases = this.slots.takeBuffered(olderThanMs);
     if (leases.length === 0) return;
     try {
-      const lost = await this.queue.release(this.id, leases);
+      const lost = await this.work.release(this.id, leases);
       this.log.info({ returned: leases.length - lost.length, lost: lost.length, why }, 'returned buffered jobs to the queue');
     } catch (err) {
       // No longer renewed: the reaper requeues them when their lease runs out.
@@ -308,7 +315,7 @@ export class Worker {
     if (!this.slots.isRunning(a.lease)) return;
     let r: { held: boolean; cancelRequested: boolean };
     try {
-      r = await this.queue.progress(this.id, a.lease, percent, message ?? null);
+      r = await this.work.progress(this.id, a.lease, percent, message ?? null);
     } catch (err) {
       if (err instanceof ValidationError) throw err;
       // Progress is best effort: a database hiccup must not fail the job.
@@ -349,7 +356,7 @@ export class Worker {
       const leases = this.slots.running().map((a) => a.lease);
       for (const l of leases) this.slots.abandon(l, new ShutdownError(this.id));
       try {
-        const lost = await this.queue.release(this.id, leases);
+        const lost = await this.work.release(this.id, leases);
         log.warn({ released: leases.length - lost.length, lost: lost.length }, 'grace period over: released unfinished jobs');
       } catch (err) {
         log.error({ err: (err as Error).message }, 'could not release unfinished jobs; the reaper will requeue them');
