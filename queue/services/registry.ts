@@ -1,38 +1,24 @@
 // The worker registry: a worker's own row in herald.workers (register at start and after every
 // listener reconnect, refresh, unregister at stop). The list is read.ts's; dead rows are
 // maintain.ts's.
+import type { JsonOf, Nullable } from '../json.ts';
+import type { workers } from '../schema.ts';
 import { registerWorker, touchWorker, unregisterWorker } from '../sql/workers.ts';
 import type { Db } from './db.ts';
 
-/** What a worker tells the registry about itself. */
-export interface WorkerRegistration {
-  id: string;
-  host: string;
-  pid: number;
-  /** Null: every queue. */
-  queues: string[] | null;
-  kinds: string[];
-  capabilities: string[];
-  concurrency: number;
-  lockKey: number | null;
-}
+/** What a worker tells the registry about itself: its herald.workers row, less the times the database keeps. `queues` null: every queue. */
+export type WorkerRegistration = Omit<typeof workers.$inferSelect, 'startedAt' | 'lastSeenAt'>;
 
-/** A worker in GET /api/workers. Registry fields are null for a holder of jobs that never registered. */
-export interface WorkerInfo {
-  worker: string;
-  host: string | null;
-  pid: number | null;
-  queues: string[] | null;
-  kinds: string[] | null;
-  capabilities: string[] | null;
-  concurrency: number | null;
+/**
+ * A worker in GET /api/workers: its registry row (less the lock key), with the jobs it runs.
+ * Registry fields are null for a holder of jobs that never registered.
+ */
+export type WorkerInfo = { worker: string } & Nullable<JsonOf<Omit<typeof workers.$inferSelect, 'id' | 'lockKey'>>> & {
   running: number;
-  startedAt: string | null;
-  lastSeenAt: string | null;
   /** When its oldest running job started; null when idle. */
   since: string | null;
   jobs: string[];
-}
+};
 
 export class RegistryService {
   constructor(private readonly db: Db) {}

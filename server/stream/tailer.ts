@@ -1,5 +1,5 @@
 // THE tailer: one per server process. It follows herald.job_events gap-free through
-// the core feed service (feed(cursor): (rows below the transaction horizon, in (tx, id) order; see queue/sql/feed.ts))
+// FeedService.feed(cursor) (rows below the transaction horizon, in (tx, id) order; see queue/sql/feed.ts)
 // and publishes each page to the in-memory fan-out. It reads when the NOTIFY tick on
 // herald_events says there is something new, and on a short safety timer in case a tick was
 // lost (listener down, pooler). A read goes page by page until it is caught up.
