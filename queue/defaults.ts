@@ -1,4 +1,4 @@
-// Every default Herald has, in one place. The environment (config.ts), the core (Queue), the
+// Every default Herald has, and the limits and fixed sets of the API, in one place. The environment (config.ts), the core (Queue), the
 // worker, the CLI, the HTTP schema and the table definitions all read these.
 const HOUR_MS = 3_600_000;
 
@@ -62,6 +62,10 @@ export const MAX_TIMEOUT_MS = 86_400_000;
 export const WORKER_HEARTBEAT_MS = 2_000;
 /** A registry row not refreshed for this long is dead, lock or not (a frozen or cut-off process). */
 export const WORKER_STALE_MS = 5 * WORKER_HEARTBEAT_MS;
+
+/** What a bulk action can do to the jobs a filter matches (POST /api/jobs/bulk). */
+export const BULK_ACTIONS = ['retry', 'cancel', 'delete'] as const;
+export type BulkAction = (typeof BULK_ACTIONS)[number];
 
 /** Bounds of the queue settings (PATCH /api/queues/:queue); the table's checks say the same. */
 export const QUEUE_LIMITS = {

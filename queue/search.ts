@@ -4,10 +4,6 @@ import { ValidationError } from './errors.ts';
 import type { JobStatus } from './schema.ts';
 import type { FilterParams } from './sql/search.ts';
 
-/** What a bulk action does to the jobs a filter matches (POST /api/jobs/bulk). */
-export const BULK_ACTIONS = ['retry', 'cancel', 'delete'] as const;
-export type BulkAction = (typeof BULK_ACTIONS)[number];
-
 export interface JobFilter {
   queue?: string;
   status?: JobStatus;

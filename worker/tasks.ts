@@ -5,21 +5,11 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Job } from '../queue/job.ts';
 import type { Logger } from '../queue/log.ts';
 import { builtinTasks } from './builtin-tasks.ts';
+import type { Task } from './task.ts';
 
-export interface TaskContext {
-  job: Job;
-  /** Fires on cancel, lost lease or shutdown; `signal.reason` says which. */
-  signal: AbortSignal;
-  /** Reports progress (0..100); also renews the lease. */
-  progress(percent: number, message?: string): Promise<void>;
-  log: Logger;
-}
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type Task = (payload: any, ctx: TaskContext) => unknown;
+export type { Task, TaskContext } from './task.ts';
 
 const KIND = /^[A-Za-z0-9_.:-]{1,128}$/;
 const TASK_FILE = /^(.+)\.([mc]?[jt]s)$/;

@@ -1,10 +1,10 @@
 // Administration: cancel, retry, bulk actions over a filter, and queue settings. Each change
 // can name its actor, which the events it writes (data.by) and the settings row record.
-import { DEFAULTS, MAX_ATTEMPTS_LIMIT } from '../defaults.ts';
+import { DEFAULTS, MAX_ATTEMPTS_LIMIT, type BulkAction } from '../defaults.ts';
 import { ConflictError, fromPgError } from '../errors.ts';
 import { toJob, type Job } from '../job.ts';
 import type { Actor } from '../schema.ts';
-import { filterValues, type BulkAction, type JobFilter } from '../search.ts';
+import { filterValues, type JobFilter } from '../search.ts';
 import { cancelJob, retryJob } from '../sql/admin.ts';
 import { bulkStatements, countJobs } from '../sql/search.ts';
 import { patchQueueSettings } from '../sql/settings.ts';

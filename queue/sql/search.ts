@@ -105,9 +105,9 @@ SELECT (SELECT count(*) FROM batch)::int AS matched,
   );
 
 // Until server/schemas.ts and client/index.ts import them from queue/ (their branches of this wave own them).
-export { BULK_ACTIONS, type BulkAction } from '../search.ts';
+export { BULK_ACTIONS, type BulkAction } from '../defaults.ts';
 
-/** One statement per bulk action (BULK_ACTIONS in queue/search.ts). */
+/** One statement per bulk action (BULK_ACTIONS in queue/defaults.ts). */
 export const bulkStatements = {
   retry: bulkBatch('bulk_retry', `UPDATE herald.jobs SET ${RETRY.set} FROM batch b WHERE herald.jobs.id = b.id AND ${RETRY.where} RETURNING 1`),
   cancel: bulkBatch('bulk_cancel', `UPDATE herald.jobs SET ${CANCEL.set} FROM batch b WHERE herald.jobs.id = b.id AND ${CANCEL.where} RETURNING 1`),

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { NotFoundError, ValidationError } from '../../queue/errors.ts';
 import type { JobFilter } from '../../queue/search.ts';
-import type { BulkAction } from '../../queue/sql/search.ts';
+import type { BulkAction } from '../../queue/defaults.ts';
 import type { ServerContext } from '../context.ts';
 import { bulkBody, bulkResult, errors, idParams, jobEvents, jobPage, jobRef, listQuery } from '../schemas.ts';
 
