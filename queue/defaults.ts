@@ -1,5 +1,5 @@
-// Every default Herald has, and the limits and fixed sets of the API, in one place. The environment (config.ts), the core (Queue), the
-// worker, the CLI, the HTTP schema and the table definitions all read these.
+// Every default Herald has, and the API's limits and fixed sets, in one place. The environment
+// (config.ts), the core, the worker, the CLI, the HTTP schema and the table definitions read these.
 const HOUR_MS = 3_600_000;
 
 export const DEFAULTS = {
