@@ -31,7 +31,7 @@ export type { FeedHolder } from './services/feed.ts';
 export type { JobPage, ListOptions } from './services/read.ts';
 export type { WorkerInfo, WorkerRegistration } from './services/registry.ts';
 export type { Schedule, ScheduleInput } from './services/schedules.ts';
-export type { QueueCount, QueueInfo, QueueSettings, QueueSettingsPatch } from './services/settings.ts';
+export type { QueueCount, QueueInfo, QueueSettingsPatch } from './services/settings.ts';
 export { toErrorInfo, type ClaimRequest, type ErrorInfo, type Lease } from './services/work.ts';
 
 export class Queue {
