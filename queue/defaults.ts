@@ -19,7 +19,7 @@ export const DEFAULTS = {
   retentionMs: 7 * 24 * HOUR_MS,
   /** On stop, how long running jobs may take to finish before they are handed back. */
   shutdownGraceMs: 30_000,
-  /** Jobs per page of a listing (GET /api/jobs, Queue.list). */
+  /** Jobs per page of a listing (GET /api/jobs, ReadService.list). */
   listLimit: 50,
   /** Jobs a search (group, tag, payload, error, time range) looks at per page, newest first. */
   searchWindow: 100_000,
