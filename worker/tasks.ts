@@ -54,9 +54,20 @@ async function importTask(file: string): Promise<{ default?: unknown }> {
   try {
     return (await import(pathToFileURL(file).href)) as { default?: unknown };
   } catch (err) {
-    const reason = String((err as Error).message ?? err).split('\n')[0];
+    const reason = loadFailure(err);
     throw new Error(`task file ${file} cannot load (${reason}): ${FIX[path.extname(file)] ?? 'check its syntax'}`, { cause: err });
   }
+}
+
+/**
+ * Why a file did not load, on one line. tsx compiles with esbuild, whose message is a header
+ * ("Transform failed with 1 error:") and then the errors as FILE:LINE:COLUMN: ERROR: TEXT:
+ * those are the part a person needs.
+ */
+function loadFailure(err: unknown): string {
+  const lines = String((err as Error | undefined)?.message ?? err).split('\n').map((l) => l.trim()).filter(Boolean);
+  if (/^Transform failed with \d+ errors?:?$/.test(lines[0] ?? '') && lines.length > 1) return lines.slice(1).join('; ');
+  return lines[0] ?? String(err);
 }
 
 // Node fixes the module system of these two by extension, whatever package.json says.
