@@ -49,7 +49,8 @@ export function loadConfig(): HeraldConfig {
     dataDir: process.env.HERALD_DATA_DIR || DEFAULTS.dataDir,
     host: process.env.HOST || DEFAULTS.host,
     port: int('PORT', DEFAULTS.port),
-    tokens: process.env.HERALD_TOKENS || undefined,
+    // Set but blank is an error (server/auth.ts), never auth off.
+    tokens: process.env.HERALD_TOKENS,
     logLevel: process.env.HERALD_LOG_LEVEL || DEFAULTS.logLevel,
     logFormat: oneOf('HERALD_LOG_FORMAT', LOG_FORMATS, DEFAULTS.logFormat),
     concurrency: int('HERALD_CONCURRENCY', DEFAULTS.concurrency, 1),

@@ -5,7 +5,7 @@ import helmet from '@fastify/helmet';
 import sse, { type SSEPluginOptions } from '@fastify/sse';
 import type { Logger } from 'pino';
 import type { ServerContext } from './context.ts';
-import { installAuth, type Tokens } from './auth.ts';
+import { installAuth, redactUrl, type Tokens } from './auth.ts';
 import { installErrorHandlers } from './errors.ts';
 import { sharedSchemas } from './schemas.ts';
 import { registerBoard } from './board.ts';
@@ -32,11 +32,16 @@ export interface AppOptions extends ServerContext {
   onClosing?: () => void;
 }
 
+function requestForLog(req: { id?: unknown; method?: string; url?: string }) {
+  return { id: req.id, method: req.method, url: redactUrl(req.url ?? '') };
+}
+
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
+    // Every line about a request goes through these serializers: the stream's ?token= never reaches a log.
     // The cast fixes Fastify's logger type parameter to its base type, which the routes are typed with.
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
-    loggerInstance: opts.logger as FastifyBaseLogger,
+    loggerInstance: opts.logger.child({}, { serializers: { url: redactUrl, req: requestForLog } }) as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
     // One line per request only at debug level (see the onResponse hook): info stays quiet under load.
     logController: new LogController({ disableRequestLogging: true }),

@@ -90,7 +90,7 @@ function fieldPath(instancePath: string): { path: string; field: string | undefi
 }
 
 /** Turns Fastify's (Ajv's) first validation error into one readable sentence. */
-function validationMessage(errors: AjvError[], context: string | undefined): string {
+export function validationMessage(errors: AjvError[], context: string | undefined): string {
   const e = errors[0];
   const part = PART_NAMES[context ?? ''] ?? context ?? 'request';
   const { path, field } = fieldPath(e.instancePath);

@@ -55,7 +55,8 @@ export class Scheduler {
     let next = MAX_SLEEP_MS;
     try {
       const { busy, made } = await this.schedules.fireDueSchedules();
-      for (const job of made) this.log.info({ job: job.id, kind: job.kind, key: job.idempotencyKey }, 'schedule made a job');
+      // Debug: a schedule every few seconds would bury everything else at info; its job's events record it.
+      for (const job of made) this.log.debug({ job: job.id, kind: job.kind, key: job.idempotencyKey }, 'schedule made a job');
       if (busy) next = BUSY_RETRY_MS;
       else {
         const due = await this.schedules.nextScheduleDue();

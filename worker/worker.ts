@@ -221,7 +221,8 @@ export class Worker {
       this.registry.refresh();
       this.claimer.wake('listener connected');
     });
-    log.info({ queues: queues ?? 'all', concurrency: opts.concurrency, kinds, capabilities }, 'worker starting');
+    // One info line once it runs (below); this one is for tracing a start that hangs.
+    log.debug('worker starting');
     const listening = await this.listener.start();
     await this.registry.start();
     await this.refreshHeld();
@@ -235,7 +236,7 @@ export class Worker {
     const ttl = opts.claimAheadTtlMs ?? DEFAULTS.claimAheadTtlMs;
     this.bufferTimer = setInterval(() => void this.returnBuffered(ttl, 'buffered past its TTL'), Math.max(10, ttl / 2));
     if (!listening) this.claimer.wake('start (polling only)');
-    log.info({ listening }, 'worker started');
+    log.info({ listening, queues: queues ?? 'all', concurrency: opts.concurrency, kinds, capabilities }, 'worker started');
   }
 
   private notified(channel: string, payload: string): void {

@@ -1,4 +1,5 @@
-// GET /api/health (no auth): 200 while the database answers, 503 while it does not. The
+// GET /api/health (no auth): 200 while the database answers, 503 while it does not; details
+// (session pids, application names, table sizes) only to a valid token when auth is on. The
 // process keeps running through an outage; the pool and the listener reconnect by themselves.
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.ts';
@@ -39,13 +40,14 @@ export function healthRoutes(app: FastifyInstance, ctx: ServerContext): void {
         withTimeout(ctx.hub.holder(), DB_TIMEOUT_MS).catch(() => null),
       ]);
       const state = ctx.hub.listener.state;
+      // Probes get the states; who holds the stream and the table sizes need a token (when auth is on).
       const body = {
         ok: tables !== null,
         db: tables !== null ? 'up' : 'down',
         listener: state === 'connecting' ? 'down' : state,
         streamLagMs: ctx.hub.lagMs(),
-        streamHeldBy: holder,
-        tables: tables ?? [],
+        streamHeldBy: holder && !request.known ? { ...holder, pid: null, applicationName: null } : holder,
+        tables: request.known ? (tables ?? []) : [],
       };
       return reply.code(body.ok ? 200 : 503).send(body);
     },
