@@ -427,10 +427,11 @@ export class Queue {
       if (out[i]) return out[i];
       const key = r.idempotency_key!;
       const job = existing.get(key) ?? batchCreated.get(key);
-      if (!job) return new ConflictError(`idempotency key "${key}" is being used by a job that vanished; try again`);
+      if (!job) return new ConflictError(`idempotency key "${key}" is being used by a job that vanished; try again`, 'HERALD_CONFLICT_IDEMPOTENCY');
       if (job.kind !== r.kind || job.queue !== r.queue || canonical(job.payload) !== canonical(r.payload)) {
         return new ConflictError(
           `idempotency key "${key}" already made job ${job.id} with a different kind, queue or payload; use a new key for a different job`,
+          'HERALD_CONFLICT_IDEMPOTENCY',
         );
       }
       return { job, created: false };
@@ -553,7 +554,7 @@ export class Queue {
     const { rows } = await this.as(actor, (db) => this.run(cancelJob, [id], db));
     if (rows[0]) return toJob(rows[0]);
     const job = await this.mustGet(id);
-    throw new ConflictError(`job ${id} is already ${job.status}; only queued or running jobs can be cancelled`);
+    throw new ConflictError(`job ${id} is already ${job.status}; only queued or running jobs can be cancelled`, 'HERALD_JOB_NOT_CANCELLABLE');
   }
 
   async retry(id: string, actor?: Actor): Promise<Job> {
@@ -561,9 +562,9 @@ export class Queue {
     if (rows[0]) return toJob(rows[0]);
     const job = await this.mustGet(id);
     if (job.status === 'failed' || job.status === 'cancelled') {
-      throw new ConflictError(`job ${id} has used ${MAX_ATTEMPTS_LIMIT} attempts, the most a job may have`);
+      throw new ConflictError(`job ${id} has used ${MAX_ATTEMPTS_LIMIT} attempts, the most a job may have`, 'HERALD_JOB_NOT_RETRYABLE');
     }
-    throw new ConflictError(`job ${id} is ${job.status}; only failed or cancelled jobs can be retried`);
+    throw new ConflictError(`job ${id} is ${job.status}; only failed or cancelled jobs can be retried`, 'HERALD_JOB_NOT_RETRYABLE');
   }
 
   /** How many jobs match the filter (any status). */

@@ -89,9 +89,10 @@ function bearer(request: FastifyRequest): string | undefined {
   return undefined;
 }
 
-function deny(reply: FastifyReply, status: 401 | 403, message: string) {
-  if (status === 401) reply.header('www-authenticate', 'Bearer realm="herald"');
-  return reply.code(status).send(errorBody(status, message));
+function deny(reply: FastifyReply, code: 'HERALD_UNAUTHORIZED' | 'HERALD_FORBIDDEN', message: string) {
+  const body = errorBody(code, message);
+  if (body.statusCode === 401) reply.header('www-authenticate', 'Bearer realm="herald"');
+  return reply.code(body.statusCode).send(body);
 }
 
 /** Checks each request against its route's role. No tokens configured: everything is open. */
@@ -108,15 +109,15 @@ export function installAuth(app: FastifyInstance, tokens: Tokens): void {
     const token = bearer(request);
     if (!token) {
       const hint = request.headers.authorization ? 'the Authorization header must be "Bearer TOKEN"' : 'send Authorization: Bearer TOKEN';
-      return deny(reply, 401, `this route needs a token: ${hint}`);
+      return deny(reply, 'HERALD_UNAUTHORIZED', `this route needs a token: ${hint}`);
     }
     const actor = tokens.actorOf(token);
-    if (!actor) return deny(reply, 401, 'unknown token: it is not one of HERALD_TOKENS');
+    if (!actor) return deny(reply, 'HERALD_UNAUTHORIZED', 'unknown token: it is not one of HERALD_TOKENS');
     const role = actor.role;
     request.actor = actor;
     if (rank(role) < rank(need)) {
       const allowed = ROLES.slice(rank(need)).join(' or ');
-      return deny(reply, 403, `a ${role} token cannot ${request.method} ${request.routeOptions.url}; it needs ${allowed}`);
+      return deny(reply, 'HERALD_FORBIDDEN', `a ${role} token cannot ${request.method} ${request.routeOptions.url}; it needs ${allowed}`);
     }
   });
 }
