@@ -59,8 +59,10 @@ export const MAX_ATTEMPTS_LIMIT = 1000;
 export const MAX_TAGS = 16;
 /** Most capabilities a job may require (a database check). */
 export const MAX_REQUIRES = 32;
-/** What a queue, kind, group, tag or schedule name may be (the database's checks hold the pattern). */
-export const NAME_RULE = '1-128 characters of [A-Za-z0-9_.:-]';
+/** Longest queue, kind, group, tag or schedule name. */
+export const MAX_NAME_LENGTH = 128;
+/** What such a name may be (the database's checks hold the pattern). */
+export const NAME_RULE = `1-${MAX_NAME_LENGTH} characters of [A-Za-z0-9_.:-]`;
 /** Longest attempt a job may ask for (timeoutMs): one day. */
 export const MAX_TIMEOUT_MS = 86_400_000;
 

@@ -3,9 +3,9 @@
 // on. 4xx for what the caller can fix; 503 while the database is unreachable; 500 only for real
 // faults, logged with the request id and never with the stack in the reply.
 import { STATUS_CODES } from 'node:http';
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_CODES, HeraldError, type ErrorCode } from '../queue/errors.ts';
-import { MAX_ATTEMPTS_LIMIT, MAX_REQUIRES, MAX_TAGS, MAX_TIMEOUT_MS, NAME_RULE, QUEUE_LIMITS } from '../queue/defaults.ts';
+import { MAX_ATTEMPTS_LIMIT, MAX_NAME_LENGTH, MAX_REQUIRES, MAX_TAGS, MAX_TIMEOUT_MS, NAME_RULE, QUEUE_LIMITS } from '../queue/defaults.ts';
 
 /** The reply body of an error: its status comes from the code's row in the table. */
 export function errorBody(code: ErrorCode, message: string) {
@@ -32,7 +32,7 @@ const RULES: Record<string, string> = {
   queue: `must be ${NAME_RULE}`,
   priority: 'must be an integer from -32768 to 32767',
   maxAttempts: `must be an integer from 1 to ${MAX_ATTEMPTS_LIMIT}`,
-  requires: `must be a list of at most ${MAX_REQUIRES} tags, each 1-128 characters`,
+  requires: `must be a list of at most ${MAX_REQUIRES} tags, each 1-${MAX_NAME_LENGTH} characters`,
   runAt: 'must be an ISO 8601 date-time with a time zone, e.g. 2030-01-01T12:00:00Z',
   idempotencyKey: 'must be a string of 1-255 characters',
   group: `must be ${NAME_RULE}`,
@@ -132,6 +132,21 @@ function isDatabaseUnavailable(err: { code?: string; message?: string }): boolea
     code.startsWith('08') ||
     /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(err.message ?? '')
   );
+}
+
+/**
+ * Fastify's errors from before routing (Fastify's `frameworkErrors` option): a URL that does not
+ * decode, and a path segment longer than any name, which is a name the schema would refuse anyway.
+ */
+export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const [code, message]: [ErrorCode, string] =
+    err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? ['HERALD_VALIDATION', `a path parameter is longer than ${MAX_NAME_LENGTH} characters: names are ${NAME_RULE}, job ids are digits`]
+      : err.code === 'FST_ERR_BAD_URL'
+        ? ['HERALD_BAD_REQUEST', 'the URL is not valid: a percent-encoding in its path does not decode']
+        : ['HERALD_INTERNAL', `internal server error (request ${request.id}); the server log has the details`];
+  if (code === 'HERALD_INTERNAL') request.log.error({ err }, 'request failed before routing');
+  void reply.code(ERROR_CODES[code].status).send(errorBody(code, message));
 }
 
 const isBareError = (p: unknown): p is { statusCode: number; message: string } =>

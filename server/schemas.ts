@@ -8,8 +8,10 @@ import { Type, type Static, type TObject, type TSchema } from 'typebox';
 import { EVENT_TYPES, JOB_STATUSES } from '../queue/schema.ts';
 import { WAITING_REASONS } from '../queue/job.ts';
 import { ERROR_CODES } from '../queue/errors.ts';
+import { MAX_NAME_LENGTH } from '../queue/defaults.ts';
 
-export const Name = (description: string) => Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$', description });
+export const Name = (description: string) =>
+  Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, pattern: '^[A-Za-z0-9_.:-]+$', description });
 export const JobId = (description = 'a job id (digits)') => Type.String({ pattern: '^[0-9]{1,19}$', description });
 export const DateTime = (description?: string) => Type.String({ format: 'date-time', ...(description ? { description } : {}) });
 

@@ -1,6 +1,6 @@
 // The schemas of POST /api/jobs and POST /api/jobs/batch (routes/enqueue.ts).
 import { Type } from 'typebox';
-import { DEFAULTS, MAX_ATTEMPTS_LIMIT, MAX_REQUIRES, MAX_TAGS, MAX_TIMEOUT_MS } from '../../queue/defaults.ts';
+import { DEFAULTS, MAX_ATTEMPTS_LIMIT, MAX_NAME_LENGTH, MAX_REQUIRES, MAX_TAGS, MAX_TIMEOUT_MS } from '../../queue/defaults.ts';
 import { DateTime, Job, Name, Ref } from '../schemas.ts';
 
 const MAX_BATCH = 1000;
@@ -16,7 +16,7 @@ const enqueueFields = {
     Type.Integer({ minimum: 1, maximum: MAX_ATTEMPTS_LIMIT, description: `attempts before the job fails (default ${DEFAULTS.maxAttempts})` }),
   ),
   requires: Type.Optional(
-    Type.Array(Type.String({ minLength: 1, maxLength: 128 }), {
+    Type.Array(Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH }), {
       maxItems: MAX_REQUIRES,
       description: 'capabilities a worker must offer to take the job',
     }),
