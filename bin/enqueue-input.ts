@@ -1,11 +1,11 @@
 // `herald enqueue`'s options become the same input POST /api/jobs takes, checked by the same
-// JSON Schema (server/schemas.ts) and explained by the same messages (server/errors.ts), so a
+// JSON Schema (server/routes/enqueue.schema.ts) and explained by the same messages (server/errors.ts), so a
 // bad option is refused before anything starts, never by a database constraint.
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { InvalidArgumentError } from 'commander';
 import type { EnqueueInput } from '../queue/queue.ts';
-import { enqueueInput } from '../server/schemas.ts';
+import { enqueueBody } from '../server/routes/enqueue.schema.ts';
 import { validationMessage } from '../server/errors.ts';
 
 /** What commander parses from `herald enqueue`'s options (numbers stay text when they are not integers). */
@@ -39,7 +39,7 @@ export function enqueueInputOf(kind: string, payloadText: string, opts: EnqueueO
   if (!validate) {
     const ajv = new Ajv({ allErrors: false, strict: false });
     addFormats.default(ajv, ['date-time']);
-    validate = ajv.compile(enqueueInput);
+    validate = ajv.compile(enqueueBody);
   }
   if (!validate(input)) {
     const message = validationMessage(validate.errors ?? [], 'body');

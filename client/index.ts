@@ -4,16 +4,18 @@
 import { createParser } from 'eventsource-parser';
 import type { Job, JobEvent } from '../queue/job.ts';
 import type {
-  Actor, EnqueueInput as CoreEnqueueInput, FeedHolder, JobPage, Queue, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo,
+  Actor, EnqueueInput as CoreEnqueueInput, JobPage, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo,
 } from '../queue/queue.ts';
 import type { HistoryBucket, HistoryRange } from '../queue/history.ts';
 import type { EventType, JobStatus } from '../queue/schema.ts';
-import type { BulkAction } from '../queue/sql/search.ts';
+import type { BulkAction } from '../queue/defaults.ts';
 import type { JobFilter } from '../queue/search.ts';
+import type { ErrorCode } from '../queue/errors.ts';
+import type { Health } from '../server/routes/health.schema.ts';
 
 // The API's shapes are declared once, here and in the core; the board imports them as types.
 export type { Job, JobStatus, EventType, JobPage, JobFilter, HistoryBucket, HistoryRange, BulkAction };
-export type { Actor, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo };
+export type { Actor, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo, Health, ErrorCode };
 /** Job counts and settings of one queue, and who last changed them (GET /api/queues). */
 export type QueueCounts = QueueInfo;
 
@@ -57,16 +59,6 @@ export interface BulkRequest {
 const filterParam = (k: string, v: unknown) =>
   k === 'payload' && typeof v !== 'string' ? JSON.stringify(v) : v instanceof Date ? v.toISOString() : String(v);
 
-export interface Health {
-  ok: boolean;
-  db: 'up' | 'down';
-  listener: 'up' | 'down' | 'polling';
-  streamLagMs: number | null;
-  /** The transaction of this database that holds the stream back (open 1 s or more), or null. */
-  streamHeldBy: FeedHolder | null;
-  tables: Awaited<ReturnType<Queue['tableStats']>>;
-}
-
 export interface StreamOptions {
   queue?: string;
   job?: string;
@@ -75,13 +67,15 @@ export interface StreamOptions {
   signal?: AbortSignal;
 }
 
-/** An error reply of the API, with Fastify's {statusCode, error, message}. */
+/** An error reply of the API: Fastify's {statusCode, error, message}, and its stable `code` (README, "Error codes"). */
 export class HeraldApiError extends Error {
   override name = 'HeraldApiError';
   constructor(
     readonly statusCode: number,
     message: string,
     readonly error: string = '',
+    /** Undefined when the reply was not Herald's (a proxy's error page, say). */
+    readonly code?: ErrorCode,
   ) {
     super(message);
   }
@@ -98,9 +92,9 @@ export interface HeraldClientOptions {
 async function apiError(res: Response): Promise<HeraldApiError> {
   const text = await res.text().catch(() => '');
   try {
-    const body = JSON.parse(text) as { message?: unknown; error?: unknown } | null;
+    const body = JSON.parse(text) as { message?: unknown; error?: unknown; code?: ErrorCode } | null;
     if (body && typeof body.message === 'string') {
-      return new HeraldApiError(res.status, body.message, typeof body.error === 'string' ? body.error : '');
+      return new HeraldApiError(res.status, body.message, typeof body.error === 'string' ? body.error : '', body.code);
     }
   } catch {
     // not JSON: fall through

@@ -27,6 +27,8 @@ export const DEFAULTS = {
   bulkBatch: 1_000,
   /** How often each worker and server tries the queue-history rollup (one of them does it). */
   historyEveryMs: 10_000,
+  /** The span of a queue's history when a request names none (GET /api/queues/:queue/stats). */
+  historyRange: '1h',
   /** How long queue history is kept. */
   historyRetentionMs: 30 * 24 * HOUR_MS,
   /** Concurrent jobs per worker process. */
@@ -55,6 +57,12 @@ export const MAX_ATTEMPTS_LIMIT = 1000;
 
 /** Most tags a job may carry (a database check). */
 export const MAX_TAGS = 16;
+/** Most capabilities a job may require (a database check). */
+export const MAX_REQUIRES = 32;
+/** Longest queue, kind, group, tag or schedule name. */
+export const MAX_NAME_LENGTH = 128;
+/** What such a name may be (the database's checks hold the pattern). */
+export const NAME_RULE = `1-${MAX_NAME_LENGTH} characters of [A-Za-z0-9_.:-]`;
 /** Longest attempt a job may ask for (timeoutMs): one day. */
 export const MAX_TIMEOUT_MS = 86_400_000;
 

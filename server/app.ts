@@ -6,8 +6,9 @@ import sse, { type SSEPluginOptions } from '@fastify/sse';
 import type { Logger } from 'pino';
 import type { ServerContext } from './context.ts';
 import { installAuth, redactUrl, type Tokens } from './auth.ts';
-import { installErrorHandlers } from './errors.ts';
+import { frameworkErrors, installErrorHandlers } from './errors.ts';
 import { sharedSchemas } from './schemas.ts';
+import { MAX_NAME_LENGTH } from '../queue/defaults.ts';
 import { registerBoard } from './board.ts';
 import { registerDocs, registerOpenApi } from './routes/docs.ts';
 import { enqueueRoutes } from './routes/enqueue.ts';
@@ -47,6 +48,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
     // Unknown fields are rejected, not silently dropped: a typo like max_attempts gets a 400.
     ajv: { customOptions: { removeAdditional: false } },
+    // Every name fits in a path segment (Fastify's default stops at 100 characters).
+    routerOptions: { maxParamLength: MAX_NAME_LENGTH },
+    frameworkErrors,
   });
   // JSON only: a text/plain body gets a 415 rather than a confusing schema error.
   app.removeContentTypeParser('text/plain');

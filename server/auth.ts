@@ -108,9 +108,10 @@ function bearer(request: FastifyRequest): string | undefined {
   return undefined;
 }
 
-function deny(reply: FastifyReply, status: 401 | 403, message: string) {
-  if (status === 401) reply.header('www-authenticate', 'Bearer realm="herald"');
-  return reply.code(status).send(errorBody(status, message));
+function deny(reply: FastifyReply, code: 'HERALD_UNAUTHORIZED' | 'HERALD_FORBIDDEN', message: string) {
+  const body = errorBody(code, message);
+  if (body.statusCode === 401) reply.header('www-authenticate', 'Bearer realm="herald"');
+  return reply.code(body.statusCode).send(body);
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -138,11 +139,11 @@ function installLoopbackGuard(app: FastifyInstance): void {
   app.addHook('onRequest', async (request, reply) => {
     const host = request.headers.host;
     if (host !== undefined && !isLoopback(hostName(host, 'http://') ?? '')) {
-      return reply.code(421).send(errorBody(421, 'this server has no HERALD_TOKENS and answers only to a loopback Host (127.0.0.1, localhost, ::1)'));
+      return reply.code(421).send(errorBody('HERALD_MISDIRECTED', 'this server has no HERALD_TOKENS and answers only to a loopback Host (127.0.0.1, localhost, ::1)'));
     }
     const origin = request.headers.origin;
     if (origin !== undefined && !SAFE_METHODS.has(request.method) && !isLoopback(hostName(origin) ?? '')) {
-      return reply.code(403).send(errorBody(403, 'a page of another site may not change anything on this server (its Origin is not loopback)'));
+      return reply.code(403).send(errorBody('HERALD_CROSS_SITE', 'a page of another site may not change anything on this server (its Origin is not loopback)'));
     }
   });
 }
@@ -167,16 +168,16 @@ export function installAuth(app: FastifyInstance, tokens: Tokens): void {
     }
     if (!token) {
       const hint = request.headers.authorization ? 'the Authorization header must be "Bearer TOKEN"' : 'send Authorization: Bearer TOKEN';
-      return deny(reply, 401, `this route needs a token: ${hint}`);
+      return deny(reply, 'HERALD_UNAUTHORIZED', `this route needs a token: ${hint}`);
     }
     const actor = tokens.actorOf(token);
-    if (!actor) return deny(reply, 401, 'unknown token: it is not one of HERALD_TOKENS');
+    if (!actor) return deny(reply, 'HERALD_UNAUTHORIZED', 'unknown token: it is not one of HERALD_TOKENS');
     const role = actor.role;
     request.actor = actor;
     request.known = true;
     if (rank(role) < rank(need)) {
       const allowed = ROLES.slice(rank(need)).join(' or ');
-      return deny(reply, 403, `a ${role} token cannot ${request.method} ${request.routeOptions.url}; it needs ${allowed}`);
+      return deny(reply, 'HERALD_FORBIDDEN', `a ${role} token cannot ${request.method} ${request.routeOptions.url}; it needs ${allowed}`);
     }
   });
 }

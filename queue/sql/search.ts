@@ -105,7 +105,6 @@ SELECT (SELECT count(*) FROM batch)::int AS matched,
   );
 
 // Until server/schemas.ts and client/index.ts import them from queue/ (their branches of this wave own them).
-export { BULK_ACTIONS, type BulkAction } from '../defaults.ts';
 
 /** One statement per bulk action (BULK_ACTIONS in queue/defaults.ts). */
 export const bulkStatements = {
