@@ -23,7 +23,7 @@ import { otherDatabaseXids } from './sql/horizon.ts';
 import { feedHeldBack, feedHolder } from './sql/feed-backlog.ts';
 import { getJob, queueCounts, tableStats } from './sql/reads.ts';
 import { claimLimited, lockQueueSettings, rateFreeAt } from './sql/claim-limited.ts';
-import { heldQueueSettings, patchQueueSettings, pruneQueueStarts, type QueueSettingsRow } from './sql/settings.ts';
+import { heldQueueSettings, patchQueueSettings, pruneQueueStarts, startGate, type QueueSettingsRow } from './sql/settings.ts';
 import { expireJobs } from './sql/expire.ts';
 import { listWorkers, pruneDeadWorkers, registerWorker, touchWorker, unregisterWorker } from './sql/workers.ts';
 import {
@@ -629,6 +629,11 @@ export class Queue {
   /** The settings of every queue that is paused or limited (the plain claim leaves those alone). */
   async heldQueues(): Promise<(QueueSettings & { queue: string })[]> {
     return (await this.run(heldQueueSettings, [])).rows.map(toSettings);
+  }
+
+  /** The held queues and the database's clock, read now: what a claimed-ahead job must pass to start. */
+  async startGate(): Promise<{ held: string[]; now: Date }> {
+    return (await this.run(startGate, [])).rows[0];
   }
 
   // ---- schedules ------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import { DEFAULTS } from '../queue/defaults.ts';
 import { ValidationError } from '../queue/errors.ts';
 import type { Logger } from '../queue/log.ts';
 import type { Job } from '../queue/job.ts';
+import type { Lease } from '../queue/queue.ts';
 import { Claimer } from './claimer.ts';
 import { Completions } from './completions.ts';
 import { LeaseLostError, ShutdownError } from './errors.ts';
@@ -100,6 +101,7 @@ export class Worker {
   /** Which claim goes first this time: the plain one (0) or the n-th limited queue. */
   private turn = 0;
   private bufferTimer?: NodeJS.Timeout;
+  private heldTimer?: NodeJS.Timeout;
   private stopping?: Promise<void>;
 
   constructor(private readonly opts: WorkerOptions) {
@@ -164,6 +166,8 @@ export class Worker {
       succeeded: (a, result) => this.completions.succeed(outcome(a), result),
       failed: (a, error, final) => this.completions.fail(outcome(a), error, final),
       freed: () => this.claimer.slotFreed(),
+      admit: (jobs) => this.admit(jobs),
+      refused: (leases) => void this.handBack(leases, 'queue paused or limited, or expireAt passed, while buffered'),
     });
     this.claimer = new Claimer({
       pollMs: opts.pollMs ?? DEFAULTS.pollMs,
@@ -227,6 +231,12 @@ export class Worker {
     this.maintenance.start();
     const ttl = opts.claimAheadTtlMs ?? DEFAULTS.claimAheadTtlMs;
     this.bufferTimer = setInterval(() => void this.returnBuffered(ttl, 'buffered past its TTL'), Math.max(10, ttl / 2));
+    // Without notifications (polling only, or one missed), the settings are re-read every poll
+    // interval while jobs wait in the buffer, so those of a queue paused since go back at once.
+    const pollMs = opts.pollMs ?? DEFAULTS.pollMs;
+    this.heldTimer = setInterval(() => {
+      if (this.slots.buffered > 0 && Date.now() - this.heldReadAt >= pollMs) void this.refreshHeld();
+    }, pollMs);
     if (!listening) this.claimer.wake('start (polling only)');
     log.info({ listening }, 'worker started');
   }
@@ -243,16 +253,30 @@ export class Worker {
     } else if (channel === CONTROL_CHANNEL && payload === 'schedules') {
       this.scheduler?.changed();
     } else if (channel === CONTROL_CHANNEL && payload === 'queues') {
-      // Settings changed: jobs claimed ahead go back (a queue just paused must not start them
-      // now), and a resumed or newly limited queue may have work for us.
-      void this.returnBuffered(0, 'queue settings changed');
+      // Settings changed: jobs claimed ahead of a queue now paused or limited go back (see
+      // refreshHeld), and a resumed or newly limited queue may have work for us.
       void this.refreshHeld().then(() => this.claimer.wake('queue settings changed'));
     }
   }
 
-  private refreshHeld(): Promise<void> {
+  /** Re-reads the held queues; buffered jobs of those go back (the plain claim took them, unheld then). */
+  private async refreshHeld(): Promise<void> {
     this.heldReadAt = Date.now();
-    return this.held.refresh();
+    await this.held.refresh();
+    if (this.slots.buffered > 0) {
+      const leases = this.slots.takeBuffered(0, (job) => this.held.isHeld(job.queue));
+      await this.handBack(leases, 'queue settings changed');
+    }
+  }
+
+  /**
+   * Whether buffered jobs may start now: not if their queue has been paused or limited since
+   * the claim, nor past their expireAt. Read from the database, not the cached settings: a
+   * PATCH that has returned is always seen, notified or not.
+   */
+  private async admit(jobs: Job[]): Promise<boolean[]> {
+    const { held, now } = await this.queue.startGate();
+    return jobs.map((j) => !held.includes(j.queue) && (j.expireAt === null || Date.parse(j.expireAt) > now.getTime()));
   }
 
   /**
@@ -292,8 +316,12 @@ export class Worker {
   }
 
   /** Hands buffered jobs (all, or those older than `olderThanMs`) back to the queue, attempt refunded. */
-  private async returnBuffered(olderThanMs: number, why: string): Promise<void> {
-    const leases = this.slots.takeBuffered(olderThanMs);
+  private returnBuffered(olderThanMs: number, why: string): Promise<void> {
+    return this.handBack(this.slots.takeBuffered(olderThanMs), why);
+  }
+
+  /** Hands jobs that never started back to the queue, attempt refunded. */
+  private async handBack(leases: Lease[], why: string): Promise<void> {
     if (leases.length === 0) return;
     try {
       const lost = await this.queue.release(this.id, leases);
@@ -341,6 +369,7 @@ export class Worker {
     log.info({ running: this.slots.running().length, graceMs }, 'worker stopping: no new claims');
     await Promise.all([this.claimer.stop(), this.maintenance.stop(), this.scheduler?.stop()]);
     clearInterval(this.bufferTimer);
+    clearInterval(this.heldTimer);
     // Off the list before the grace period: nothing new comes to this worker.
     await this.registry.stop();
     // Jobs that never started go back at once; only running ones get the grace period.
