@@ -25,6 +25,7 @@ import { Completions } from './completions.ts';
 import { LeaseLostError, ShutdownError } from './errors.ts';
 import { LeaseKeeper } from './leases.ts';
 import { HeldQueues } from './held-queues.ts';
+import { mayStart } from './may-start.ts';
 import { Maintenance } from './maintenance.ts';
 import { Registry } from './registry.ts';
 import { Scheduler } from './scheduler.ts';
@@ -166,7 +167,7 @@ export class Worker {
       succeeded: (a, result) => this.completions.succeed(outcome(a), result),
       failed: (a, error, final) => this.completions.fail(outcome(a), error, final),
       freed: () => this.claimer.slotFreed(),
-      admit: (jobs) => this.admit(jobs),
+      admit: (jobs) => mayStart(this.queue, jobs),
       refused: (leases) => void this.handBack(leases, 'queue paused or limited, or expireAt passed, while buffered'),
     });
     this.claimer = new Claimer({
@@ -267,16 +268,6 @@ export class Worker {
       const leases = this.slots.takeBuffered(0, (job) => this.held.isHeld(job.queue));
       await this.handBack(leases, 'queue settings changed');
     }
-  }
-
-  /**
-   * Whether buffered jobs may start now: not if their queue has been paused or limited since
-   * the claim, nor past their expireAt. Read from the database, not the cached settings: a
-   * PATCH that has returned is always seen, notified or not.
-   */
-  private async admit(jobs: Job[]): Promise<boolean[]> {
-    const { held, now } = await this.queue.startGate();
-    return jobs.map((j) => !held.includes(j.queue) && (j.expireAt === null || Date.parse(j.expireAt) > now.getTime()));
   }
 
   /**
