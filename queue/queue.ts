@@ -16,7 +16,7 @@ import { bulkStatements, countJobs, listJobs, windowFloor, type BulkAction } fro
 import { lockHistory, pruneHistory, readHistory, recordDepth, rollupEvents } from './sql/history.ts';
 import { HISTORY_RANGES, rangeStart, toBuckets, type HistoryBucket, type HistoryRange } from './history.ts';
 import { filterValues, isSearch, type JobFilter } from './search.ts';
-import { reapJobs } from './sql/reap.ts';
+import { markOrphans, reapJobs } from './sql/reap.ts';
 import { deleteFinishedJobs } from './sql/cleanup.ts';
 import { feedHead, jobEvents, readFeed, readFeedThrough } from './sql/feed.ts';
 import { otherDatabaseXids } from './sql/horizon.ts';
@@ -594,10 +594,12 @@ export class Queue {
   }
 
   /** Requeues (or fails) running jobs whose lease expired or whose owner died. One reaper at a time. */
-  async reap(limit = 1000): Promise<{ requeued: number; failed: number; cancelled: number }> {
+  async reap(limit = 1000): Promise<{ requeued: number; failed: number; cancelled: number; orphans: number }> {
     const { rows } = await this.run(reapJobs, [limit]);
     const count = (s: JobStatus) => rows.filter((r) => r.status === s).length;
-    return { requeued: count('queued'), failed: count('failed'), cancelled: count('cancelled') };
+    // Leases of jobs whose owner's liveness lock vanished now run out soon (see sql/reap.ts).
+    const orphans = (await this.run(markOrphans, [limit])).rowCount;
+    return { requeued: count('queued'), failed: count('failed'), cancelled: count('cancelled'), orphans };
   }
 
   /** Cancels queued jobs whose expireAt has passed (event 'expired'). Returns how many. */

@@ -217,6 +217,9 @@ export class Worker {
     // After every (re)connect, one claim covers whatever was announced while we were away.
     this.listener.on('connected', () => {
       this.registry.refresh();
+      // A reaper may have seen our liveness lock missing while we were cut off and shortened
+      // our leases: renewing now keeps our jobs ours (see queue/sql/reap.ts).
+      this.leases.renewNow();
       this.claimer.wake('listener connected');
     });
     log.info({ queues: queues ?? 'all', concurrency: opts.concurrency, kinds, capabilities }, 'worker starting');
