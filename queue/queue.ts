@@ -27,10 +27,11 @@ import { heldQueueSettings, patchQueueSettings, pruneQueueStarts, startGate, typ
 import { expireJobs } from './sql/expire.ts';
 import { listWorkers, pruneDeadWorkers, registerWorker, touchWorker, unregisterWorker } from './sql/workers.ts';
 import {
-  deleteSchedule, dueSchedules, listSchedules, lockSchedule, markScheduleRun, nextScheduleDue, putSchedule, schedulerTurn,
+  databaseNow, deleteSchedule, dueSchedules, skipScheduleTick, listSchedules, lockSchedule, markScheduleRun, nextScheduleDue, putSchedule, schedulerTurn,
   type ScheduleRow,
 } from './sql/schedules.ts';
 import { latestTick, nextTick, parseCron } from './cron.ts';
+import { checkProducerKey, scheduleKey } from './schedule-keys.ts';
 
 export interface EnqueueInput {
   kind: string;
@@ -335,6 +336,7 @@ export class Queue {
     return new Promise((resolve, reject) => {
       let record: EnqueueRecord;
       try {
+        checkProducerKey(input.idempotencyKey);
         record = toRecord(input);
       } catch (err) {
         return reject(err);
@@ -371,6 +373,7 @@ export class Queue {
   /** All or nothing: one transaction. Results come back in input order. */
   async enqueueMany(inputs: EnqueueInput[]): Promise<Enqueued[]> {
     if (inputs.length === 0) return [];
+    for (const input of inputs) checkProducerKey(input.idempotencyKey);
     return (await this.insertRecords(inputs.map(toRecord), 'all')) as Enqueued[];
   }
 
@@ -649,7 +652,9 @@ export class Queue {
     parseCron(input.cron, timezone);
     toRecord(input.job); // the template must make a valid job
     const paused = input.paused ?? false;
-    const next = paused ? null : nextTick(input.cron, timezone, new Date());
+    // The database's clock, as due-ness (next_run_at <= now()) uses: a host clock behind it
+    // would make a tick that is due at once.
+    const next = paused ? null : nextTick(input.cron, timezone, (await this.run(databaseNow, [])).rows[0].now);
     try {
       const { rows } = await this.run(putSchedule, [name, input.cron, timezone, JSON.stringify(input.job), paused, next]);
       return { schedule: toSchedule(rows[0]), created: rows[0].created };
@@ -683,23 +688,34 @@ export class Queue {
   /**
    * One scheduler turn: makes the job of every due schedule, for its LATEST tick that has come
    * (ticks missed while no scheduler ran are skipped), with the idempotency key
-   * schedule:NAME:TICK_ISO, and moves it to its next tick, all in one transaction. Only one
-   * process takes a turn at a time; `busy` says another one has it now (try again shortly).
+   * schedule:NAME:TICK_ISO, and moves it to its next tick, in one transaction. Each schedule
+   * runs in its own savepoint: one that cannot make its job (`failed`) skips that tick and
+   * never holds the others back. Only one process takes a turn at a time; `busy` says another
+   * one has it now (try again shortly). Ticks are read off the database's clock.
    */
-  async fireDueSchedules(): Promise<{ busy: boolean; made: Job[] }> {
+  async fireDueSchedules(): Promise<{ busy: boolean; made: Job[]; failed: { name: string; error: string }[] }> {
     return inTransaction(this.pool, async (c) => {
       const turn = (await this.run(schedulerTurn, [], c)).rows[0];
-      if (!turn.ok) return { busy: true, made: [] };
+      if (!turn.ok) return { busy: true, made: [], failed: [] };
       const made: Job[] = [];
+      const failed: { name: string; error: string }[] = [];
       for (const s of (await this.run(dueSchedules, [], c)).rows) {
         const tick = latestTick(s.cron, s.timezone, turn.now) ?? s.next_run_at!;
-        const key = `schedule:${s.name}:${tick.toISOString()}`;
-        const [r] = await this.insert(c, [toRecord({ ...(s.job as unknown as ScheduleJob), idempotencyKey: key })]);
-        if (r instanceof Error) throw r;
-        made.push(r.job);
-        await this.run(markScheduleRun, [s.name, tick, r.job.id, nextTick(s.cron, s.timezone, turn.now)], c);
+        const next = nextTick(s.cron, s.timezone, turn.now);
+        await c.query('SAVEPOINT schedule');
+        try {
+          const [r] = await this.insert(c, [toRecord({ ...(s.job as unknown as ScheduleJob), idempotencyKey: scheduleKey(s.name, tick) })]);
+          if (r instanceof Error) throw r;
+          await this.run(markScheduleRun, [s.name, tick, r.job.id, next], c);
+          await c.query('RELEASE SAVEPOINT schedule');
+          made.push(r.job);
+        } catch (err) {
+          await c.query('ROLLBACK TO SAVEPOINT schedule');
+          await this.run(skipScheduleTick, [s.name, next], c);
+          failed.push({ name: s.name, error: (err as Error).message });
+        }
       }
-      return { busy: false, made };
+      return { busy: false, made, failed };
     });
   }
 

@@ -54,8 +54,9 @@ export class Scheduler {
   private async fire(): Promise<void> {
     let next = MAX_SLEEP_MS;
     try {
-      const { busy, made } = await this.queue.fireDueSchedules();
+      const { busy, made, failed } = await this.queue.fireDueSchedules();
       for (const job of made) this.log.info({ job: job.id, kind: job.kind, key: job.idempotencyKey }, 'schedule made a job');
+      for (const f of failed) this.log.warn({ schedule: f.name, err: f.error }, 'schedule could not make its job: tick skipped');
       if (busy) next = BUSY_RETRY_MS;
       else {
         const due = await this.queue.nextScheduleDue();
