@@ -52,6 +52,14 @@ export const DEFAULTS = {
   timezone: 'UTC',
 } as const;
 
+/**
+ * How long a worker whose liveness lock vanished (its listener connection dropped) has to
+ * reconnect and renew its leases before its jobs are taken for orphans and re-run.
+ */
+export const LOCK_LOSS_GRACE_MS = 1_000;
+/** How often each worker tries the reaper (one acts at a time): a SIGKILLed worker's jobs come back within ~2 s. */
+export const REAP_EVERY_MS = 500;
+
 /** The most attempts a job may have (a database check; retry never goes past it). */
 export const MAX_ATTEMPTS_LIMIT = 1000;
 
