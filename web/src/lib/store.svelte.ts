@@ -12,7 +12,7 @@
 // which corrects what events cannot tell (a scheduled job becoming due, a job we never saw).
 // The pure parts live in live/, one module per concern, each unit-tested beside it.
 
-import { ApiError, listQueues } from './api';
+import { api, HeraldApiError } from './client';
 import { auth } from './auth.svelte';
 import { EventBatcher, frameScheduler } from './live/event-batcher';
 import { applyTransition, LiveIndex, sortQueues } from './live/queue-counts';
@@ -97,13 +97,13 @@ class BoardStore {
 
   async #loadQueues(): Promise<void> {
     try {
-      const qs = await listQueues();
+      const qs = await api.queues();
       this.queues = sortQueues(qs);
       this.queuesLoaded = true;
       this.queuesError = null;
     } catch (e) {
       this.queuesError = e;
-      if (e instanceof ApiError && e.status === 401) this.queuesLoaded = false;
+      if (e instanceof HeraldApiError && e.statusCode === 401) this.queuesLoaded = false;
     }
   }
 
