@@ -159,7 +159,7 @@ export const batchBody = {
 /** The filters of GET /api/jobs; POST /api/jobs/bulk takes the same ones as its `filter`. */
 const filterProperties = {
   queue: name('only this queue'),
-  status: { type: 'string', enum: JOB_STATUSES },
+  status: { type: 'string', enum: [...JOB_STATUSES, 'scheduled'], description: 'a status, or scheduled: queued with runAt still ahead' },
   kind: name('only this kind'),
   payload: { type: 'string', minLength: 1, maxLength: 10_000, description: 'JSON containment: {"user":42} matches every payload holding it' },
   error: { type: 'string', minLength: 1, maxLength: 1000, description: 'a case-insensitive substring of lastError.message' },
