@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBoardStack, type BoardStack } from './support/board.ts';
+import { startBoardStack, watchPage, type BoardStack } from './support/board.ts';
 import type { HeraldProcess } from './support/herald-process.ts';
 import { waitUntil } from './system/support.ts';
 
@@ -45,8 +45,7 @@ async function openPage(hash: string): Promise<{ page: Page; errors: string[]; c
   const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
   context.setDefaultTimeout(30_000);
   const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
+  const errors = watchPage(page);
   await page.goto(`${server.url}/${hash}`);
   await page.waitForSelector(`${tid('stream-state')}:text-is("live")`);
   return { page, errors, close: () => context.close() };
