@@ -138,7 +138,13 @@ describe('the board, as a new user meets it', () => {
       // …and the live page shows each job's status and attempts as the API does.
       for (const j of await list('queue=rows&limit=50')) {
         await live.page
-          .waitForSelector(`${tid(`job-row-${j.id}`)}[data-status="${j.status}"] td:nth-child(5):text-is("${j.attempt}/${j.maxAttempts}")`)
+          .waitForFunction(
+            ([id, status, attempts]) => {
+              const row = document.querySelector(`[data-testid="job-row-${id}"][data-status="${status}"]`);
+              return row?.querySelector('td:nth-child(5)')?.textContent === attempts;
+            },
+            [j.id, j.status, `${j.attempt}/${j.maxAttempts}`],
+          )
           .catch(async (e: unknown) => {
             throw new Error(`${String(e)}\napi: ${JSON.stringify(j)}\nscreen: ${JSON.stringify(await tableRows(live.page))}`);
           });

@@ -29,7 +29,7 @@ export const api = new HeraldClient({
 
 /** The board's filter as the API takes it: empty fields are no filter (the server judges the rest). */
 export const apiFilter = (f: JobFilter): ApiFilter =>
-  Object.fromEntries(Object.entries(f).filter(([, v]) => v !== undefined && v !== '')) as ApiFilter;
+  Object.fromEntries(Object.entries(f).filter(([, v]) => v !== undefined && v !== ''));
 
 /** True for the rejection of a call whose signal was aborted (a view that moved on). */
 export const isAbort = (e: unknown) => e instanceof DOMException && e.name === 'AbortError';
