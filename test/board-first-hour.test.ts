@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { demoTraffic, startBoardStack, watchPage, type BoardStack } from './support/board.ts';
+import { callApi, demoTraffic, startBoardStack, watchPage, type BoardStack } from './support/board.ts';
 import type { HeraldProcess } from './support/herald-process.ts';
 import { waitUntil } from './system/support.ts';
 
@@ -31,16 +31,7 @@ interface Job {
   maxAttempts: number;
 }
 
-async function call<T>(method: string, route: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${server.url}${route}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${route} → ${res.status}: ${text}`);
-  return (text ? JSON.parse(text) : null) as T;
-}
+const call = <T>(method: string, route: string, body?: unknown) => callApi<T>(server.url, method, route, body);
 const enqueue = (job: Record<string, unknown>) => call<Job>('POST', '/api/jobs', job);
 const list = async (q: string) => (await call<{ jobs: Job[] }>('GET', `/api/jobs?${q}`)).jobs;
 

@@ -14,7 +14,7 @@ import pg from 'pg';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestDatabase } from './support/db.ts';
-import { demoTraffic, startBoardStack, watchPage, type BoardStack } from './support/board.ts';
+import { callApi, demoTraffic, startBoardStack, watchPage, type BoardStack } from './support/board.ts';
 import type { HeraldProcess } from './support/herald-process.ts';
 import { GATED_TASKS_DIR, Gates } from './support/gates.ts';
 import { startServer, waitUntil } from './system/support.ts';
@@ -45,14 +45,7 @@ interface Job {
 // ---------------------------------------------------------------------------------------------
 // HTTP helpers (Node side)
 
-async function call<T>(method: string, route: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = {};
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${server.url}${route}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${route} → ${res.status}: ${text}`);
-  return JSON.parse(text) as T;
-}
+const call = <T>(method: string, route: string, body?: unknown) => callApi<T>(server.url, method, route, body);
 const enqueue = (job: Record<string, unknown>) => call<Job>('POST', '/api/jobs', job);
 const getJob = (id: string) => call<Job>('GET', `/api/jobs/${id}`);
 const getEvents = async (id: string) =>

@@ -141,3 +141,15 @@ export function demoTraffic(post: (jobs: Record<string, unknown>[]) => Promise<u
     },
   };
 }
+
+/** A JSON call to a server of the stack (no token); a non-2xx reply throws with its body. */
+export async function callApi<T>(base: string, method: string, route: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${base}${route}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${route} → ${res.status}: ${text}`);
+  return (text ? JSON.parse(text) : null) as T;
+}
