@@ -10,7 +10,7 @@ export const idParams = Type.Object({ id: JobId() });
 /** The filters of GET /api/jobs; POST /api/jobs/bulk takes the same ones as its `filter`. */
 const filterFields = {
   queue: Type.Optional(Name('only this queue')),
-  status: Type.Optional(OneOf(JOB_STATUSES)),
+  status: Type.Optional(OneOf([...JOB_STATUSES, 'scheduled'] as const, { description: 'a status, or scheduled: queued with runAt still ahead' })),
   kind: Type.Optional(Name('only this kind')),
   payload: Type.Optional(
     Type.String({ minLength: 1, maxLength: 10_000, description: 'JSON containment: {"user":42} matches every payload holding it' }),
