@@ -25,6 +25,7 @@ import { migrate } from '../queue/migrate.ts';
 import { percentiles, type Percentiles } from './peers/stats.ts';
 import type { PeerRunner } from './peers/types.ts';
 import { sseLatency, sseTable } from './server-sse-latency.ts';
+import { producerRate, setupProducers } from './producers.ts';
 
 /** The runners in --json order, in both tests. */
 const RUNNERS = ['herald', 'graphile', 'graphile_batched', 'pgboss', 'bullmq', 'sql'];
@@ -102,9 +103,10 @@ async function main() {
 
   const db = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: process.env.HERALD_DATA_DIR || '.herald' });
   const adminUrl = withDatabase(db.url, 'postgres');
-  if (args.depth || args.http || args.search) {
+  if (args.depth || args.http || args.search || args.producers) {
     try {
       if (args.depth) await depthBench(adminUrl, args.json, say);
+      else if (args.producers) await producersBench(adminUrl, args.rounds, args.json, say);
       else if (args.http) await compareHttp(adminUrl, args.json, say);
       else {
         const result = await searchBench(await freshDatabase(adminUrl, benchDbName('search')), say);
@@ -225,6 +227,27 @@ async function compareHttp(adminUrl: string, json: boolean, say: (line: string) 
   if (json) process.stdout.write(`${JSON.stringify({ http: { herald: r.herald.requestsPerSecond, bare: r.bare.requestsPerSecond } })}\n`);
   await dropDatabase(adminUrl, benchDbName('http_herald'));
   await dropDatabase(adminUrl, benchDbName('http_bare'));
+}
+
+async function producersBench(adminUrl: string, rounds: number, json: boolean, say: (line: string) => void): Promise<void> {
+  const sessions = envInt('BENCH_PRODUCERS', 64);
+  const seconds = envInt('BENCH_PRODUCER_SECONDS', 5);
+  say(`Herald producers bench: PostgreSQL ${await serverVersion(adminUrl)}, ${sessions} sessions inserting single jobs, ${seconds} s a run, ${rounds} round(s)`);
+  const url = await freshDatabase(adminUrl, benchDbName('producers'));
+  await setupProducers(url);
+  const rates: Record<'herald' | 'plain', number[]> = { herald: [], plain: [] };
+  for (let round = 0; round < rounds; round++) {
+    for (const target of rotate(['herald', 'plain'] as const, round)) {
+      const rate = await producerRate(url, target, sessions, seconds);
+      rates[target].push(rate);
+      say(`  round ${round + 1}: ${target} ${Math.round(rate)} inserts/s`);
+    }
+  }
+  await dropDatabase(adminUrl, benchDbName('producers'));
+  const herald = Math.round(median(rates.herald));
+  const plain = Math.round(median(rates.plain));
+  process.stdout.write(`\n${sessions} producers, inserts/s: herald.jobs ${herald.toLocaleString('en-US')}, no trigger ${plain.toLocaleString('en-US')}, ratio ${(herald / plain).toFixed(2)}×\n`);
+  if (json) process.stdout.write(`${JSON.stringify({ producers: { herald, plain, sessions } })}\n`);
 }
 
 async function dropDatabase(adminUrl: string, name: string): Promise<void> {
