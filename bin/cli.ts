@@ -183,6 +183,7 @@ function workerSettings(c: HeraldConfig) {
     backoffMaxMs: c.backoffMaxMs,
     shutdownGraceMs: c.shutdownGraceMs,
     retentionMs: c.retentionMs,
+    asyncCommit: c.asyncCommit,
   };
 }
 

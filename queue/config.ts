@@ -17,6 +17,14 @@ function oneOf<T extends string>(name: string, allowed: readonly T[], fallback: 
   return raw as T;
 }
 
+function bool(name: string, fallback: boolean): boolean {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === '1' || raw === 'true') return true;
+  if (raw === '0' || raw === 'false') return false;
+  throw new Error(`${name} must be 1, 0, true or false, got "${raw}"`);
+}
+
 function list(name: string): string[] | undefined {
   const raw = process.env[name];
   if (!raw) return undefined;
@@ -40,6 +48,7 @@ export interface HeraldConfig {
   backoffMaxMs: number;
   retentionMs: number;
   shutdownGraceMs: number;
+  asyncCommit: boolean;
 }
 
 export function loadConfig(): HeraldConfig {
@@ -61,5 +70,6 @@ export function loadConfig(): HeraldConfig {
     backoffMaxMs: int('HERALD_BACKOFF_MAX_MS', DEFAULTS.backoffMaxMs, 1),
     retentionMs: int('HERALD_RETENTION_MS', DEFAULTS.retentionMs, 0),
     shutdownGraceMs: int('HERALD_SHUTDOWN_GRACE_MS', DEFAULTS.shutdownGraceMs, 0),
+    asyncCommit: bool('HERALD_ASYNC_COMMIT', DEFAULTS.asyncCommit),
   };
 }

@@ -17,6 +17,12 @@ export const DEFAULTS = {
   backoffMaxMs: HOUR_MS,
   /** Finished jobs (and their events) older than this are deleted; 0 keeps them. */
   retentionMs: 7 * 24 * HOUR_MS,
+  /**
+   * HERALD_ASYNC_COMMIT: the worker's claims, renewals and outcomes commit without waiting for the
+   * WAL flush. Off: a database crash can undo the last moments of acknowledged outcomes, and those
+   * jobs run again.
+   */
+  asyncCommit: false,
   /** On stop, how long running jobs may take to finish before they are handed back. */
   shutdownGraceMs: 30_000,
   /** Jobs per page of a listing (GET /api/jobs, ReadService.list). */

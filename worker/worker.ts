@@ -65,10 +65,9 @@ export interface WorkerOptions {
   /** A buffered job not started after this long goes back to the queue (attempt refunded). */
   claimAheadTtlMs?: number;
   /**
-   * The worker's own connections commit asynchronously (no fsync wait per commit): a claim, renewal or
-   * outcome lost in a database crash only means a re-run, which at-least-once allows. Producers'
-   * enqueues stay durable: they never go through this pool. Measured on the 2-core dev box
-   * (PG 15, 20k no-op jobs, 3 runs each): ~3,300 jobs/s with it, ~2,300 without.
+   * Commit the worker's own writes (claims, renewals, outcomes) without waiting for the WAL flush
+   * (synchronous_commit=off on its pool; default false, HERALD_ASYNC_COMMIT). A database crash can
+   * then undo the last few hundred ms of them: undone outcomes run again. Enqueues never use this pool.
    */
   asyncCommit?: boolean;
   reapEveryMs?: number;
@@ -117,7 +116,7 @@ export class Worker {
     this.queues = opts.queues?.length ? new Set(opts.queues) : undefined;
     // A few connections shared by all slots: one claim, one batch of each outcome and a
     // renewal are in flight at most; progress reports and housekeeping share the rest.
-    const url = opts.asyncCommit ?? true ? withSessionSetting(opts.databaseUrl, 'synchronous_commit', 'off') : opts.databaseUrl;
+    const url = opts.asyncCommit ?? DEFAULTS.asyncCommit ? withSessionSetting(opts.databaseUrl, 'synchronous_commit', 'off') : opts.databaseUrl;
     this.pool = createPool(url, {
       max: Math.min(10, 4 + Math.ceil(opts.concurrency / 16)),
       logger: this.log,
