@@ -8,23 +8,31 @@ import type { BoardEvent, Health, JobFilter } from './types';
 
 export { HeraldApiError };
 
-/** fetch, with "cannot reach the server" as an error reply of status 0 (an abort stays an abort). */
+/**
+ * fetch, with "cannot reach the server" as an error reply of status 0 (an abort stays an abort).
+ * A 401 opens the token prompt only when it refused the token in use now: a call still in flight
+ * with a token the user has since replaced must not reopen the prompt over the new one.
+ */
 async function boardFetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+  const sent = new Headers(init?.headers).get('authorization');
+  let res: Response;
   try {
-    return await fetch(input, init);
+    res = await fetch(input, init);
   } catch (e) {
     if (e instanceof DOMException && e.name === 'AbortError') throw e;
     throw new HeraldApiError(0, `Cannot reach the server (${e instanceof Error ? e.message : 'network error'}).`);
   }
+  if (res.status === 401 && sent === (auth.token ? `Bearer ${auth.token}` : null)) {
+    const body = (await res.clone().json().catch(() => null)) as { message?: unknown } | null;
+    auth.demand(typeof body?.message === 'string' ? body.message : 'a token is needed');
+  }
+  return res;
 }
 
 export const api = new HeraldClient({
   baseUrl: '',
   token: () => auth.token,
   fetch: boardFetch,
-  onError: (err) => {
-    if (err.statusCode === 401) auth.demand(err.message);
-  },
 });
 
 /** The board's filter as the API takes it: empty fields are no filter (the server judges the rest). */
