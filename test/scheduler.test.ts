@@ -52,6 +52,11 @@ it('after a downtime, only the latest missed tick runs, once', async () => {
   await until(async () => (await ticks('catchup')).length >= 1, 'a first tick', 30_000);
   first.child.kill('SIGKILL');
   await first.exited;
+  // A turn whose COMMIT the killed worker had already sent still commits: read the last tick
+  // only once its sessions are gone, so it cannot land after the read.
+  const sessions = async () =>
+    (await t.db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE $1`, [`herald:worker%:${first.child.pid}`])).rows[0].n as number;
+  await until(async () => (await sessions()) === 0, "the killed worker's sessions to end", 30_000);
   const lastBefore = (await ticks('catchup')).at(-1)!;
   // No scheduler runs while at least three ticks pass.
   await until(async () => (await dbNow()) > lastBefore + 3 * PERIOD_MS + 200, 'three ticks to be missed', 30_000);
