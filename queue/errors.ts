@@ -37,6 +37,7 @@ const CONSTRAINT_MESSAGES: Record<string, string> = {
   queues_group_concurrency_range: 'groupConcurrency must be an integer from 1 to 10000, or null',
   queues_rate_count_range: 'rateLimit.count must be an integer from 1 to 100000',
   queues_rate_period_range: 'rateLimit.periodMs must be an integer from 100 to 86400000',
+  queues_dead_letter_name: 'deadLetter must name another queue: 1-128 characters of [A-Za-z0-9_.:-]',
   queues_rate_both: 'rateLimit needs both count and periodMs',
   jobs_idempotency_key_length: 'idempotencyKey must be 1-255 characters',
   jobs_progress_shape: 'progress percent must be a number from 0 to 100',

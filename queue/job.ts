@@ -32,6 +32,10 @@ export interface Job {
   tags: string[];
   timeoutMs: number | null;
   expireAt: string | null;
+  /** On a dead-letter copy: the job whose terminal failure made it. */
+  deadLetterOf: string | null;
+  /** The traceparent of the span that enqueued the job, for the worker's span link; not in HTTP replies. */
+  trace?: string | null;
   /** Why a queued job is held back; null when it is not queued or could start now. */
   waitingFor: WaitingFor | null;
 }
@@ -82,6 +86,8 @@ export function toJob(r: JobRow): Job {
     tags: r.tags ?? [],
     timeoutMs: r.timeout_ms ?? null,
     expireAt: iso(r.expire_at),
+    deadLetterOf: r.dead_letter_of ?? null,
+    trace: r.trace ?? null,
     // Statements that return jobs to the API compute it (sql/waiting.ts); a worker's rows
     // (claimed, so running) have none.
     waitingFor: r.waiting_for ?? null,

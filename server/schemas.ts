@@ -79,6 +79,7 @@ const job = {
     tags: { type: 'array', items: { type: 'string' } },
     timeoutMs: nullable('integer'),
     expireAt: nullable('string', { format: 'date-time' }),
+    deadLetterOf: nullable('string', { description: 'on a dead-letter copy: the job whose terminal failure made it' }),
     waitingFor: {
       type: ['string', 'null'],
       enum: [...WAITING_REASONS, null],
@@ -276,6 +277,10 @@ export const queuePatch = {
     concurrency: concurrencyLimit('most jobs of the queue running at once, across all workers'),
     groupConcurrency: concurrencyLimit('most jobs of one group running at once in the queue'),
     rateLimit: { anyOf: [rateLimit, { type: 'null' }], description: 'most jobs started in any window of periodMs' },
+    deadLetter: {
+      anyOf: [name('the queue'), { type: 'null' }],
+      description: 'the queue that gets a copy of each job of this one that fails for good (its attempts used up); null: none',
+    },
   },
 } as const;
 
@@ -290,6 +295,7 @@ const queueInfo = {
     concurrency: nullable('integer'),
     groupConcurrency: nullable('integer'),
     rateLimit: nullable('object', { properties: { count: { type: 'integer' }, periodMs: { type: 'integer' } } }),
+    deadLetter: nullable('string', { description: 'the dead-letter queue of this one' }),
     updatedBy: nullable('object', {
       required: ['role'],
       properties: {

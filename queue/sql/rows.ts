@@ -30,6 +30,9 @@ export interface JobRow {
   tags: string[];
   timeout_ms: number | null;
   expire_at: Date | null;
+  dead_letter_of: string | null;
+  source_queue: string | null;
+  trace: string | null;
   /** Only from statements that compute why a queued job waits. */
   waiting_for?: Job['waitingFor'];
 }
