@@ -121,7 +121,7 @@ describe('redrive', () => {
     expect(await q.bulk('redrive', { queue: 'billing.dead' })).toEqual({ matched: 3, affected: 2 });
     const moved = (await q.get(copyA))!;
     expect(moved).toMatchObject({ status: 'cancelled', lastError: { reason: 'redriven' } });
-    const fresh = (await q.get(String((moved.lastError as { jobId: string }).jobId)))!;
+    const fresh = (await q.get(String(moved.lastError?.jobId)))!;
     expect(fresh).toMatchObject({
       queue: 'billing', kind: 'charge', payload: { customer: 7 }, group: 'acme', tags: ['eu', 'vip'],
       status: 'queued', attempt: 0, deadLetterOf: null,

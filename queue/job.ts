@@ -32,8 +32,8 @@ export interface Job {
   tags: string[];
   timeoutMs: number | null;
   expireAt: string | null;
-  /** On a dead-letter copy: the job whose terminal failure made it. */
-  deadLetterOf: string | null;
+  /** On a dead-letter copy: the job whose terminal failure made it (always set in replies; null on other jobs). */
+  deadLetterOf?: string | null;
   /** The traceparent of the span that enqueued the job, for the worker's span link; not in HTTP replies. */
   trace?: string | null;
   /** Why a queued job is held back; null when it is not queued or could start now. */

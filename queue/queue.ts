@@ -155,8 +155,8 @@ export interface QueueSettings {
   concurrency: number | null;
   groupConcurrency: number | null;
   rateLimit: RateLimit | null;
-  /** The queue that gets a copy of each job of this one that fails for good; null: none. */
-  deadLetter: string | null;
+  /** The queue that gets a copy of each job of this one that fails for good; null: none (always set in replies). */
+  deadLetter?: string | null;
 }
 
 /** A queue's entry in GET /api/queues: its counts, its settings and their last change. */
