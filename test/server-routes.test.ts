@@ -34,7 +34,7 @@ describe('POST /api/jobs', () => {
       id: '1', queue: 'default', kind: 'echo', payload: { a: [1, 'x'] }, priority: 3, status: 'queued', attempt: 0,
       maxAttempts: 2, requires: ['gpu'], idempotencyKey: null, runAt: expect.any(String), createdAt: expect.any(String),
       startedAt: null, finishedAt: null, lockedBy: null, leaseExpiresAt: null, cancelRequested: false, progress: null,
-      result: null, lastError: null, group: null, tags: [], timeoutMs: null, expireAt: null, waitingFor: 'no_worker',
+      result: null, lastError: null, group: null, tags: [], timeoutMs: null, expireAt: null, deadLetterOf: null, waitingFor: 'no_worker',
     });
     expect(new Date(job.runAt).toISOString()).toBe(job.runAt);
   });
@@ -265,7 +265,7 @@ describe('PATCH /api/queues/:queue', () => {
     expect(res.statusCode, res.body).toBe(200);
     const entry = {
       queue: 'mail', queued: 0, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0,
-      paused: true, concurrency: 5, groupConcurrency: 2, rateLimit: { count: 10, periodMs: 1000 },
+      paused: true, concurrency: 5, groupConcurrency: 2, rateLimit: { count: 10, periodMs: 1000 }, deadLetter: null,
       // Auth is off here: the change is recorded with no role.
       updatedBy: { role: null }, updatedAt: expect.any(String),
     };
