@@ -10,10 +10,12 @@ import type { HistoryBucket, HistoryRange } from '../queue/history.ts';
 import type { EventType, JobStatus } from '../queue/schema.ts';
 import type { BulkAction } from '../queue/sql/search.ts';
 import type { JobFilter } from '../queue/search.ts';
+import type { Alert } from '../queue/alerts.ts';
 
 // The API's shapes are declared once, here and in the core; the board imports them as types.
 export type { Job, JobStatus, EventType, JobPage, JobFilter, HistoryBucket, HistoryRange, BulkAction };
 export type { Actor, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo };
+export type { Alert } from '../queue/alerts.ts';
 /** Job counts and settings of one queue, and who last changed them (GET /api/queues). */
 export type QueueCounts = QueueInfo;
 
@@ -233,6 +235,11 @@ export class HeraldClient {
   /** Makes the schedule's job now (admin). */
   async runSchedule(name: string): Promise<Job> {
     return (await this.call<Job>('POST', `/api/schedules/${encodeURIComponent(name)}/run`)).body;
+  }
+
+  /** The alert conditions that hold now, as the server sees them (GET /api/alerts). */
+  async alerts(): Promise<Alert[]> {
+    return (await this.call<{ alerts: Alert[] }>('GET', '/api/alerts')).body.alerts;
   }
 
   async health(): Promise<Health> {

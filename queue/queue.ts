@@ -25,6 +25,7 @@ import { getJob, queueCounts, tableStats } from './sql/reads.ts';
 import { claimLimited, lockQueueSettings, rateFreeAt } from './sql/claim-limited.ts';
 import { heldQueueSettings, patchQueueSettings, pruneQueueStarts, type QueueSettingsRow } from './sql/settings.ts';
 import { expireJobs } from './sql/expire.ts';
+import { queueHeads } from './sql/queue-heads.ts';
 import { listWorkers, pruneDeadWorkers, registerWorker, touchWorker, unregisterWorker } from './sql/workers.ts';
 import {
   deleteSchedule, dueSchedules, listSchedules, lockSchedule, markScheduleRun, nextScheduleDue, putSchedule, schedulerTurn,
@@ -870,6 +871,11 @@ export class Queue {
   async head(): Promise<Cursor> {
     const { rows } = await this.run(feedHead, []);
     return rows[0] ? { tx: rows[0].tx, id: rows[0].id } : START;
+  }
+
+  /** Each queue with a ready job (not paused, not a dead-letter queue): its oldest ready job's age and its live workers. */
+  async queueHeads(): Promise<{ queue: string; oldestReadyS: number; liveWorkers: number }[]> {
+    return (await this.run(queueHeads, [])).rows.map((r) => ({ queue: r.queue, oldestReadyS: r.oldest_ready_s, liveWorkers: r.live_workers }));
   }
 
   /** Live registered workers (idle ones too) and any unregistered holder of running jobs. */

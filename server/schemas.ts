@@ -6,6 +6,7 @@ import { BULK_ACTIONS } from '../queue/sql/search.ts';
 import { HISTORY_RANGES } from '../queue/history.ts';
 import { DEFAULTS, MAX_ATTEMPTS_LIMIT, MAX_TAGS, MAX_TIMEOUT_MS, QUEUE_LIMITS } from '../queue/defaults.ts';
 import { WAITING_REASONS } from '../queue/job.ts';
+import { ALERT_NAMES } from '../queue/alerts.ts';
 
 export const NAME_RULE = '1-128 characters of [A-Za-z0-9_.:-]';
 const name = (description: string) => ({ type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$', description });
@@ -414,3 +415,16 @@ export const health = reply({
 
 /** Shared schemas, registered once with app.addSchema. */
 export const sharedSchemas = [job, jobEvent, error, queueInfo, schedule];
+
+/** GET /api/alerts: the conditions of ops/prometheus/alerts.yml that hold now, as this server sees them. */
+export const alerts = reply({
+  alerts: {
+    type: 'array',
+    items: reply({
+      alert: { type: 'string', enum: ALERT_NAMES },
+      queue: nullable('string', { description: 'the queue it is about; null for the whole system' }),
+      summary: { type: 'string' },
+      runbook: { type: 'string', description: 'the README section that says what to do' },
+    }),
+  },
+});

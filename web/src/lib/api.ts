@@ -3,7 +3,7 @@
 
 import { auth } from './auth.svelte';
 import { normalizeEvent } from './live/normalize-event';
-import type { BoardEvent, BulkAction, EnqueueInput, Health, HistoryBucket, HistoryRange, Job, JobFilter, JobPage, QueueCounts, QueueSettingsPatch, Schedule, WorkerInfo } from './types';
+import type { Alert, BoardEvent, BulkAction, EnqueueInput, Health, HistoryBucket, HistoryRange, Job, JobFilter, JobPage, QueueCounts, QueueSettingsPatch, Schedule, WorkerInfo } from './types';
 
 export class ApiError extends Error {
   constructor(
@@ -152,6 +152,11 @@ export function runSchedule(name: string): Promise<Job> {
 export async function listWorkers(): Promise<WorkerInfo[]> {
   const r = await request<{ workers: WorkerInfo[] }>('GET', '/api/workers');
   return r.workers ?? [];
+}
+
+/** The alert conditions that hold now, from the server's own view. */
+export async function getAlerts(): Promise<Alert[]> {
+  return (await request<{ alerts: Alert[] }>('GET', '/api/alerts')).alerts ?? [];
 }
 
 /** The health report; a 503 (database unreachable) still carries one. Missing fields read as down. */
