@@ -26,6 +26,7 @@ import { claimLimited, lockQueueSettings, rateFreeAt } from './sql/claim-limited
 import { heldQueueSettings, patchQueueSettings, pruneQueueStarts, type QueueSettingsRow } from './sql/settings.ts';
 import { expireJobs } from './sql/expire.ts';
 import { queueHeads } from './sql/queue-heads.ts';
+import { traceSends } from './tracing.ts';
 import { listWorkers, pruneDeadWorkers, registerWorker, touchWorker, unregisterWorker } from './sql/workers.ts';
 import {
   deleteSchedule, dueSchedules, listSchedules, lockSchedule, markScheduleRun, nextScheduleDue, putSchedule, schedulerTurn,
@@ -304,6 +305,7 @@ function toRecord(input: EnqueueInput): EnqueueRecord {
     tags: input.tags ?? [],
     timeout_ms: input.timeoutMs ?? null,
     expire_at: isoOrNull('expireAt', input.expireAt),
+    trace: null,
   };
 }
 
@@ -343,7 +345,13 @@ export class Queue {
       } catch (err) {
         return reject(err);
       }
-      this.pending.push({ record, resolve, reject });
+      // The send span (only with an OpenTelemetry SDK) ends with the call's own outcome.
+      const sent = traceSends([record]);
+      this.pending.push(
+        sent
+          ? { record, resolve: (e: Enqueued) => (sent([e.job.id]), resolve(e)), reject: (err: unknown) => (sent(null, err), reject(err)) }
+          : { record, resolve, reject },
+      );
       if (this.flushes < ENQUEUE_FLUSHES) void this.flushPending();
     });
   }
@@ -375,7 +383,11 @@ export class Queue {
   /** All or nothing: one transaction. Results come back in input order. */
   async enqueueMany(inputs: EnqueueInput[]): Promise<Enqueued[]> {
     if (inputs.length === 0) return [];
-    return (await this.insertRecords(inputs.map(toRecord), 'all')) as Enqueued[];
+    const records = inputs.map(toRecord);
+    const sent = traceSends(records);
+    const made = (await this.insertRecords(records, 'all').catch((err: unknown) => (sent?.(null, err), Promise.reject(err)))) as Enqueued[];
+    sent?.(made.map((e) => e.job.id));
+    return made;
   }
 
   // 'all': the first conflict rolls everything back (a batch request). 'each': conflicts are
