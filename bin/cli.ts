@@ -8,6 +8,7 @@ import { createLogger, type Logger } from '../queue/log.ts';
 import { Queue } from '../queue/queue.ts';
 import { DEFAULTS } from '../queue/defaults.ts';
 import { ProcessLife } from './process-life.ts';
+import { startTracing } from './tracing.ts';
 
 const csv = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
 const positiveInt = (v: string) => {
@@ -93,6 +94,7 @@ async function main() {
     .option('--tasks <dir>', 'directory of task files KIND.ts / KIND.js')
     .option('--capabilities <list>', 'tags this worker offers, for jobs that require them', csv)
     .action(async (opts: WorkerCliOptions) => {
+      await startTracing(life, log);
       const { startWorker } = await import('../worker/index.ts');
       const db = await boot(config, log, life);
       const worker = await startWorker({
@@ -112,6 +114,7 @@ async function main() {
     .command('server')
     .description('run the HTTP/SSE server')
     .action(async () => {
+      await startTracing(life, log);
       const { startServer } = await import('../server/index.ts');
       const db = await boot(config, log, life);
       const server = await startServer({ ...serverSettings(config), databaseUrl: db.url, listenUrl: db.listenUrl, logger: log });
@@ -122,6 +125,7 @@ async function main() {
     .command('start')
     .description('everything on one machine: database, migrations, server, a worker and the board')
     .action(async () => {
+      await startTracing(life, log);
       const [{ startServer }, { startWorker }, { ensureBoardBuilt }] = await Promise.all([
         import('../server/index.ts'),
         import('../worker/index.ts'),
