@@ -1,6 +1,7 @@
 // A typed client for Herald's HTTP API (README, "HTTP API"), for producers and tools written in
 // TypeScript. Uses fetch; the event stream is an async iterator that resumes by itself with
 // Last-Event-ID after a dropped connection, so a consumer sees every event exactly once.
+import { context, propagation } from '@opentelemetry/api';
 import { createParser } from 'eventsource-parser';
 import type { Job, JobEvent } from '../queue/job.ts';
 import type {
@@ -11,6 +12,7 @@ import type { EventType, JobStatus } from '../queue/schema.ts';
 import type { BulkAction } from '../queue/sql/search.ts';
 import type { JobFilter } from '../queue/search.ts';
 import type { Alert } from '../queue/alerts.ts';
+import { tracing } from '../queue/tracing.ts';
 
 // The API's shapes are declared once, here and in the core; the board imports them as types.
 export type { Job, JobStatus, EventType, JobPage, JobFilter, HistoryBucket, HistoryRange, BulkAction };
@@ -129,7 +131,11 @@ export class HeraldClient {
   }
 
   private headers(extra: Record<string, string> = {}): Record<string, string> {
-    return { accept: 'application/json', ...(this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}), ...extra };
+    const headers = { accept: 'application/json', ...(this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}), ...extra };
+    // With an OpenTelemetry SDK, the caller's context goes along (traceparent): the server's
+    // request span, and so the job's send span, continue the caller's trace.
+    if (tracing()) propagation.inject(context.active(), headers);
+    return headers;
   }
 
   private async call<T>(method: string, path: string, body?: unknown, init: { headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<{ status: number; headers: Headers; body: T }> {
