@@ -9,6 +9,7 @@ import { createLogger, type Logger } from '../queue/log.ts';
 import { Queue } from '../queue/queue.ts';
 import { DEFAULTS } from '../queue/defaults.ts';
 import { ProcessLife } from './process-life.ts';
+import { startTracing } from './tracing.ts';
 import { enqueueInputOf, integerOrText, type EnqueueOptions } from './enqueue-input.ts';
 import { environmentHelp } from './help.ts';
 
@@ -116,6 +117,7 @@ async function main() {
     .option('--tasks <dir>', 'directory of task files KIND.ts / KIND.js')
     .option('--capabilities <list>', 'tags this worker offers, for jobs that require them', csv)
     .action(async (opts: WorkerCliOptions) => {
+      await startTracing(life, log);
       const { startWorker } = await import('../worker/index.ts');
       const db = await boot(config, log, life);
       const worker = await startWorker({
@@ -133,6 +135,7 @@ async function main() {
 
   withServerOptions(program.command('server').description('run the HTTP/SSE server and the board (no worker)')).action(async (opts: ServerCliOptions) => {
     await checkTokens(config);
+    await startTracing(life, log);
     const { startServer } = await import('../server/index.ts');
     const db = await boot(config, log, life);
     const server = await startServer({ ...serverSettings(config, opts), databaseUrl: db.url, listenUrl: db.listenUrl, logger: log });
@@ -145,6 +148,7 @@ async function main() {
     .option('--queues <list>', 'queues the worker takes (comma-separated; default all)', csv)
     .action(async (opts: StartOptions) => {
       await checkTokens(config);
+      await startTracing(life, log);
       const [{ startServer }, { startWorker }, { ensureBoardBuilt }] = await Promise.all([
         import('../server/index.ts'),
         import('../worker/index.ts'),

@@ -1,6 +1,7 @@
 // A typed client for Herald's HTTP API (README, "HTTP API"), for producers and tools written in
 // TypeScript. Uses fetch; the event stream is an async iterator that resumes by itself with
 // Last-Event-ID after a dropped connection, so a consumer sees every event exactly once.
+import { context, propagation } from '@opentelemetry/api';
 import { createParser } from 'eventsource-parser';
 import type { Job, JobEvent } from '../queue/job.ts';
 import type {
@@ -12,10 +13,12 @@ import type { BulkAction } from '../queue/defaults.ts';
 import type { JobFilter } from '../queue/search.ts';
 import type { ErrorCode } from '../queue/errors.ts';
 import type { Health } from '../server/routes/health.schema.ts';
+import type { Alert } from '../queue/alerts.ts';
+import { tracing } from '../queue/tracing.ts';
 
 // The API's shapes are declared once, here and in the core; the board imports them as types.
 export type { Job, JobStatus, EventType, JobPage, JobFilter, HistoryBucket, HistoryRange, BulkAction };
-export type { Actor, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo, Health, ErrorCode };
+export type { Actor, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo, Health, ErrorCode, Alert };
 /** Job counts and settings of one queue, and who last changed them (GET /api/queues). */
 export type QueueCounts = QueueInfo;
 
@@ -132,7 +135,11 @@ export class HeraldClient {
 
   private headers(extra: Record<string, string> = {}): Record<string, string> {
     const token = typeof this.opts.token === 'function' ? this.opts.token() : this.opts.token;
-    return { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}), ...extra };
+    const headers = { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}), ...extra };
+    // With an OpenTelemetry SDK, the caller's context goes along (traceparent): the server's
+    // request span, and so the job's send span, continue the caller's trace.
+    if (tracing()) propagation.inject(context.active(), headers);
+    return headers;
   }
 
   private async fail(res: Response): Promise<HeraldApiError> {
@@ -244,6 +251,11 @@ export class HeraldClient {
   /** Makes the schedule's job now (admin). */
   async runSchedule(name: string, opts: CallOptions = {}): Promise<Job> {
     return (await this.call<Job>('POST', `/api/schedules/${encodeURIComponent(name)}/run`, undefined, opts)).body;
+  }
+
+  /** The alert conditions that hold now, as the server sees them (GET /api/alerts). */
+  async alerts(opts: CallOptions = {}): Promise<Alert[]> {
+    return (await this.call<{ alerts: Alert[] }>('GET', '/api/alerts', undefined, opts)).body.alerts;
   }
 
   /** The health report; a 503 (database unreachable) still carries one. */

@@ -86,7 +86,7 @@ export const WORKER_HEARTBEAT_MS = 2_000;
 export const WORKER_STALE_MS = 5 * WORKER_HEARTBEAT_MS;
 
 /** What a bulk action can do to the jobs a filter matches (POST /api/jobs/bulk). */
-export const BULK_ACTIONS = ['retry', 'cancel', 'delete'] as const;
+export const BULK_ACTIONS = ['retry', 'cancel', 'delete', 'redrive'] as const;
 export type BulkAction = (typeof BULK_ACTIONS)[number];
 
 /** Bounds of the queue settings (PATCH /api/queues/:queue); the table's checks say the same. */
@@ -94,4 +94,25 @@ export const QUEUE_LIMITS = {
   concurrency: { min: 1, max: 10_000 },
   rateCount: { min: 1, max: 100_000 },
   ratePeriodMs: { min: 100, max: 86_400_000 },
+} as const;
+
+/**
+ * The alert thresholds: the server's own view (GET /api/alerts, the board's Health page) uses
+ * these; ops/prometheus/alerts.yml writes the same numbers into its rules (a test keeps them equal).
+ */
+export const ALERT_THRESHOLDS = {
+  /** HeraldJobsFailing: share of a queue's finished jobs that failed for good, over the window... */
+  failingRatio: 0.1,
+  /** ...once at least this many failed in it (one failure of one job is not a trend). */
+  failingMinJobs: 5,
+  failingWindowMin: 10,
+  /** HeraldQueueStalled: a queue's oldest ready job has waited this long. */
+  stalledSeconds: 300,
+  /** HeraldNoWorker: ready jobs this old and no live worker takes their queue. */
+  noWorkerSeconds: 60,
+  /** HeraldStreamHeld: a transaction has held the event stream back this long. */
+  streamHeldSeconds: 60,
+  /** HeraldWorkersDying: this many lease expiries (dead, frozen or cut-off workers) in the window. */
+  leaseExpiries: 3,
+  leaseWindowMin: 15,
 } as const;

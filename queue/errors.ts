@@ -82,6 +82,7 @@ const CONSTRAINT_MESSAGES: Record<string, string> = {
   queues_group_concurrency_range: `groupConcurrency must be an integer from ${concurrency.min} to ${concurrency.max}, or null`,
   queues_rate_count_range: `rateLimit.count must be an integer from ${rateCount.min} to ${rateCount.max}`,
   queues_rate_period_range: `rateLimit.periodMs must be an integer from ${ratePeriodMs.min} to ${ratePeriodMs.max}`,
+  queues_dead_letter_name: `deadLetter must name another queue: ${NAME_RULE}`,
   queues_rate_both: 'rateLimit needs both count and periodMs',
   jobs_idempotency_key_length: 'idempotencyKey must be 1-255 characters',
   jobs_progress_shape: 'progress percent must be a number from 0 to 100',

@@ -10,13 +10,15 @@ export { WAITING_REASONS, type WaitingFor } from './sql/waiting.ts';
 
 /**
  * A job as the API shows it: the columns of herald.jobs in camelCase, except `runAt` (the
- * column available_at), `cancelRequested` (whether cancel_requested_at is set) and the lock key,
- * which stays inside; plus `waitingFor`: why a queued job is held back, null when it is not
+ * column available_at), `cancelRequested` (whether cancel_requested_at is set), the lock key and a
+ * dead-letter copy's source queue, which stay inside; `trace` is the core's only (the worker's span
+ * link), not in HTTP replies; plus `waitingFor`: why a queued job is held back, null when it is not
  * queued or could start now.
  */
-export type Job = Omit<JsonOf<typeof jobs.$inferSelect>, 'availableAt' | 'cancelRequestedAt' | 'ownerLock'> & {
+export type Job = Omit<JsonOf<typeof jobs.$inferSelect>, 'availableAt' | 'cancelRequestedAt' | 'ownerLock' | 'sourceQueue' | 'trace'> & {
   runAt: string;
   cancelRequested: boolean;
+  trace?: string | null;
   waitingFor: WaitingFor | null;
 };
 
@@ -54,6 +56,8 @@ export function toJob(r: JobRow): Job {
     tags: r.tags ?? [],
     timeoutMs: r.timeout_ms ?? null,
     expireAt: iso(r.expire_at),
+    deadLetterOf: r.dead_letter_of ?? null,
+    trace: r.trace ?? null,
     // Statements that return jobs to the API compute it (sql/waiting.ts); a worker's rows
     // (claimed, so running) have none.
     waitingFor: r.waiting_for ?? null,

@@ -137,6 +137,7 @@ export class Queue {
   history(queue: string, range: HistoryRange, now?: number) { return this.reading.history(queue, range, now); }
   workers() { return this.reading.workers(); }
   tableStats() { return this.reading.tableStats(); }
+  queueHeads() { return this.reading.queueHeads(); }
 
   // ---- the event feed (services/feed.ts) ----
   learnOtherDatabases() { return this.feeding.learnOtherDatabases(); }

@@ -99,6 +99,12 @@ export const jobs = herald.table(
     timeoutMs: integer('timeout_ms'),
     // A job still queued then never starts: it becomes cancelled (event 'expired').
     expireAt: tstz('expire_at'),
+    // A dead-letter copy: the job whose terminal failure made it, and that job's queue (where a
+    // redrive sends it back; kept here because retention may delete the source first).
+    deadLetterOf: bigint('dead_letter_of', { mode: 'bigint' }),
+    sourceQueue: text('source_queue'),
+    // The W3C traceparent of the span that enqueued the job; null when no span was recording.
+    trace: text('trace'),
   },
   (t) => [
     // Row shape of each status: the database refuses a malformed row (a running job without an
@@ -147,6 +153,8 @@ export const jobs = herald.table(
     index('jobs_running_queue').on(t.queue, t.group).where(sql`${t.status} = 'running'`),
     // The expiry pass: only jobs that have an expireAt, while they wait.
     index('jobs_expiry').on(t.expireAt).where(sql`${t.status} = 'queued' AND ${t.expireAt} IS NOT NULL`),
+    // The oldest queued job of each queue (the stalled-queue metric walks it queue by queue).
+    index('jobs_queued_queue').on(t.queue, t.availableAt).where(sql`${t.status} = 'queued'`),
     uniqueIndex('jobs_idempotency_key').on(t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),
   ],
 );
@@ -202,6 +210,8 @@ export const queues = herald.table(
     // Who made the last change ({role, label?} as the token says); null for rows from before it
     // was recorded, or changed through the core API without an actor.
     updatedBy: jsonb('updated_by').$type<Actor>(),
+    // The queue that gets a copy of each job of this one that fails for good; null: none.
+    deadLetter: text('dead_letter'),
   },
   (t) => [
     check('queues_queue_name', sql`${t.queue} ~ ${sql.raw(NAME_PATTERN)}`),
@@ -209,6 +219,7 @@ export const queues = herald.table(
     check('queues_group_concurrency_range', sql`${t.groupConcurrency} BETWEEN ${sql.raw(String(QUEUE_LIMITS.concurrency.min))} AND ${sql.raw(String(QUEUE_LIMITS.concurrency.max))}`),
     check('queues_rate_count_range', sql`${t.rateCount} BETWEEN ${sql.raw(String(QUEUE_LIMITS.rateCount.min))} AND ${sql.raw(String(QUEUE_LIMITS.rateCount.max))}`),
     check('queues_rate_period_range', sql`${t.ratePeriodMs} BETWEEN ${sql.raw(String(QUEUE_LIMITS.ratePeriodMs.min))} AND ${sql.raw(String(QUEUE_LIMITS.ratePeriodMs.max))}`),
+    check('queues_dead_letter_name', sql`${t.deadLetter} ~ ${sql.raw(NAME_PATTERN)} AND ${t.deadLetter} <> ${t.queue}`),
     check('queues_rate_both', sql`(${t.rateCount} IS NULL) = (${t.ratePeriodMs} IS NULL)`),
   ],
 );

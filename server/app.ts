@@ -16,6 +16,7 @@ import { jobRoutes } from './routes/jobs.ts';
 import { queueRoutes } from './routes/queues.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { healthRoutes } from './routes/health.ts';
+import { alertRoutes } from './routes/alerts.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { eventRoutes } from './routes/events.ts';
 
@@ -54,7 +55,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   // JSON only: a text/plain body gets a 415 rather than a confusing schema error.
   app.removeContentTypeParser('text/plain');
-  const ctx: ServerContext = { queue: opts.queue, hub: opts.hub, metrics: opts.metrics, closing: opts.closing };
+  const ctx: ServerContext = { queue: opts.queue, hub: opts.hub, metrics: opts.metrics, alerts: opts.alerts, closing: opts.closing };
 
   // Streams and held replies would keep close() waiting: end them first.
   app.addHook('preClose', async () => opts.onClosing?.());
@@ -95,6 +96,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   scheduleRoutes(app, ctx);
   eventRoutes(app, ctx);
   healthRoutes(app, ctx);
+  alertRoutes(app, ctx);
   metricsRoutes(app, ctx);
   await registerDocs(app);
   await registerBoard(app, opts.boardDir);

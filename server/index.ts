@@ -10,6 +10,7 @@ import { DEFAULTS } from '../queue/defaults.ts';
 import { buildApp } from './app.ts';
 import { isLoopback, parseTokens } from './auth.ts';
 import { createMetrics } from './metrics.ts';
+import { AlertWatch } from './alerts.ts';
 import { EventHub } from './stream/hub.ts';
 import type { SessionLimits } from './stream/session.ts';
 
@@ -69,10 +70,12 @@ export async function createServer(opts: ServerOptions): Promise<HeraldServer> {
     throw err;
   }
   const closing = new AbortController();
+  const alerts = new AlertWatch(queue, hub);
   const app = await buildApp({
     queue,
     hub,
-    metrics: createMetrics(queue, hub),
+    metrics: createMetrics(queue, hub, alerts),
+    alerts,
     closing: closing.signal,
     tokens,
     logger,

@@ -3,10 +3,12 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Queue } from '../queue/queue.ts';
 import type { EventHub } from './stream/hub.ts';
+import { isFinalFailure } from '../queue/alerts.ts';
+import type { AlertWatch } from './alerts.ts';
 
 const STATUSES = ['queued', 'scheduled', 'running', 'succeeded', 'failed', 'cancelled'] as const;
 
-export function createMetrics(queue: Queue, hub: EventHub): Registry {
+export function createMetrics(queue: Queue, hub: EventHub, alerts: AlertWatch): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   // prom-client also exports these three per-type sums as gauges named *_total, which the
@@ -43,7 +45,16 @@ export function createMetrics(queue: Queue, hub: EventHub): Registry {
   const claimed = counter('herald_jobs_claimed_total', 'Job attempts claimed by workers');
   const completed = counter('herald_jobs_completed_total', 'Jobs that succeeded');
   const failed = counter('herald_jobs_failed_total', 'Failed attempts; outcome retry_scheduled or failed (out of attempts)', ['queue', 'outcome']);
+  const leaseExpired = counter('herald_jobs_lease_expired_total', 'Attempts the reaper ended: lease ran out, owner died, or timeout (reason)', ['queue', 'reason']);
   const events = counter('herald_stream_events_total', 'Events read by the tailer', []);
+  // A queue's counters start at 0 the first time it is seen, so rate() and increase() count its
+  // first failure too (a series that appears at 1 has no increase to show).
+  const seen = new Set<string>();
+  const zero = (queue: string) => {
+    seen.add(queue);
+    completed.inc({ queue }, 0);
+    for (const outcome of ['retry_scheduled', 'failed']) failed.inc({ queue, outcome }, 0);
+  };
   const delay = new Histogram({
     name: 'herald_stream_delivery_seconds',
     help: 'From an event being written (its transaction start) to the tailer publishing it',
@@ -55,17 +66,39 @@ export function createMetrics(queue: Queue, hub: EventHub): Registry {
     const now = Date.now();
     events.inc(page.length);
     for (const e of page) {
+      if (!seen.has(e.queue)) zero(e.queue);
       switch (e.type) {
         case 'enqueued': enqueued.inc({ queue: e.queue }); break;
         case 'claimed': claimed.inc({ queue: e.queue }); break;
         case 'succeeded': completed.inc({ queue: e.queue }); break;
         case 'retry_scheduled':
         case 'failed': failed.inc({ queue: e.queue, outcome: e.type }); break;
+        case 'lease_expired':
+          leaseExpired.inc({ queue: e.queue, reason: (e.data as { reason?: string } | null)?.reason ?? 'unknown' });
+          // The reaper's last expiry fails the job for good: a failure like a worker's.
+          if (isFinalFailure(e)) failed.inc({ queue: e.queue, outcome: 'failed' });
+          break;
         default: break; // the other types have no counter of their own
       }
     }
     delay.observe(Math.max(0, now - Date.parse(page[page.length - 1].at)) / 1000);
   });
+
+  // What HeraldQueueStalled and HeraldNoWorker read: per queue with a ready job (paused and
+  // dead-letter queues left out), from an index walk of a few rows per queue, not a count.
+  const headGauge = (name: string, help: string, pick: (h: Awaited<ReturnType<AlertWatch['queueHeads']>>[number]) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['queue'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const h of await alerts.queueHeads().catch(() => [])) this.set({ queue: h.queue }, pick(h));
+      },
+    });
+  headGauge('herald_queue_oldest_ready_age_seconds', 'How long the oldest ready job of the queue has waited to start (queues with a ready job; not paused or dead-letter queues)', (h) => h.oldestReadyS);
+  headGauge('herald_queue_live_workers', 'Live workers that take the queue (same queues as herald_queue_oldest_ready_age_seconds)', (h) => h.liveWorkers);
 
   new Gauge({
     name: 'herald_sse_clients',

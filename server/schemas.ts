@@ -59,6 +59,7 @@ export const Job = Type.Object(
     tags: Type.Array(Type.String()),
     timeoutMs: Nullable(Type.Integer()),
     expireAt: Nullable(DateTime()),
+    deadLetterOf: Nullable(Type.String(), { description: 'on a dead-letter copy: the job whose terminal failure made it' }),
     waitingFor: Type.Unsafe<(typeof WAITING_REASONS)[number] | null>({
       type: ['string', 'null'],
       enum: [...WAITING_REASONS, null],

@@ -34,6 +34,7 @@ import type { Job } from '../queue/job.ts';
 import type { Lease } from '../queue/queue.ts';
 import type { Logger } from '../queue/log.ts';
 import { JobCancelledError, JobTimeoutError, UnknownKindError } from './errors.ts';
+import { endProcess, inSpan, startProcess } from './tracing.ts';
 import { Pace } from './pace.ts';
 import type { Task, TaskContext } from './tasks.ts';
 
@@ -153,13 +154,14 @@ export class Slots {
     // waited in the buffer has less of it left.
     const left = a.job.timeoutMs ? Math.max(0, a.job.timeoutMs - (performance.now() - a.claimedAt)) : 0;
     const timer = a.job.timeoutMs ? setTimeout(() => this.timeout(a), left) : undefined;
+    const span = startProcess(a.job);
     try {
       if (!task) {
         // Only reachable if a job's kind changed under us: claims ask for known kinds only.
         final = true;
         throw new UnknownKindError(a.job.kind, this.opts.worker);
       }
-      value = await task(a.job.payload, this.context(a));
+      value = await (span ? inSpan(span, () => task(a.job.payload, this.context(a))) : task(a.job.payload, this.context(a)));
       ok = true;
     } catch (err) {
       value = err;
@@ -168,6 +170,7 @@ export class Slots {
     this.busy--;
     this.pace.tick();
     const { signal } = a.controller;
+    if (span) endProcess(span, signal.aborted ? signal.reason : ok ? undefined : value);
     if (a.timedOut) {
       this.opts.logger.debug({ job: a.job.id, attempt: a.job.attempt }, 'handler of a timed-out job returned; its failure was recorded at the timeout');
     } else if (a.state === 'abandoned') {

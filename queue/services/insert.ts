@@ -64,6 +64,7 @@ export function toRecord(input: EnqueueInput): EnqueueRecord {
     tags: input.tags ?? [],
     timeout_ms: input.timeoutMs ?? null,
     expire_at: isoOrNull('expireAt', input.expireAt),
+    trace: null,
   };
 }
 

@@ -5,6 +5,7 @@ import type { EnqueueRecord } from '../sql/enqueue.ts';
 import type { Db } from './db.ts';
 import { insertJobs, toRecord, type EnqueueInput, type Enqueued } from './insert.ts';
 import { checkProducerKey } from '../schedule-keys.ts';
+import { traceSends } from '../tracing.ts';
 
 /** Coalesced enqueue statements in flight at once (see ProduceService.enqueue). */
 const ENQUEUE_FLUSHES = 4;
@@ -39,7 +40,13 @@ export class ProduceService {
       } catch (err) {
         return reject(err);
       }
-      this.pending.push({ record, resolve, reject });
+      // The send span (only with an OpenTelemetry SDK) ends with the call's own outcome.
+      const sent = traceSends([record]);
+      this.pending.push(
+        sent
+          ? { record, resolve: (e: Enqueued) => (sent([e.job.id]), resolve(e)), reject: (err: unknown) => (sent(null, err), reject(err)) }
+          : { record, resolve, reject },
+      );
       if (this.flushes < ENQUEUE_FLUSHES) void this.flushPending();
     });
   }
@@ -69,7 +76,11 @@ export class ProduceService {
   async enqueueMany(inputs: EnqueueInput[]): Promise<Enqueued[]> {
     if (inputs.length === 0) return [];
     for (const input of inputs) checkProducerKey(input.idempotencyKey);
-    return (await this.insertRecords(inputs.map(toRecord), 'all')) as Enqueued[];
+    const records = inputs.map(toRecord);
+    const sent = traceSends(records);
+    const made = (await this.insertRecords(records, 'all').catch((err: unknown) => (sent?.(null, err), Promise.reject(err)))) as Enqueued[];
+    sent?.(made.map((e) => e.job.id));
+    return made;
   }
 
   // 'all': the first conflict rolls everything back (a batch request). 'each': conflicts are

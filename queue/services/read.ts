@@ -8,6 +8,7 @@ import { filterValues, isSearch, type JobFilter } from '../search.ts';
 import { jobEvents } from '../sql/feed.ts';
 import { readHistory } from '../sql/history.ts';
 import { getJob, queueCounts, tableStats } from '../sql/reads.ts';
+import { queueHeads } from '../sql/queue-heads.ts';
 import { listJobs, windowFloor } from '../sql/search.ts';
 import { listWorkers } from '../sql/workers.ts';
 import { rethrowPg, type Db } from './db.ts';
@@ -91,6 +92,11 @@ export class ReadService {
   async history(queue: string, range: HistoryRange, now = Date.now()): Promise<HistoryBucket[]> {
     const { rows } = await this.db.run(readHistory, [queue, rangeStart(range, now), `${HISTORY_RANGES[range].bucketMs / 1000} seconds`]);
     return toBuckets(rows, range, now);
+  }
+
+  /** Each queue with a ready job (not paused, not a dead-letter queue): its oldest ready job's age and its live workers. */
+  async queueHeads(): Promise<{ queue: string; oldestReadyS: number; liveWorkers: number }[]> {
+    return (await this.db.run(queueHeads, [])).rows.map((r) => ({ queue: r.queue, oldestReadyS: r.oldest_ready_s, liveWorkers: r.live_workers }));
   }
 
   /** Live registered workers (idle ones too) and any unregistered holder of running jobs. */

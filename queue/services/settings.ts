@@ -24,6 +24,8 @@ export interface QueueSettings {
   concurrency: number | null;
   groupConcurrency: number | null;
   rateLimit: RateLimit | null;
+  /** The queue that gets a copy of each job of this one that fails for good; null: none. */
+  deadLetter: string | null;
 }
 
 /** A queue's entry in GET /api/queues: its counts, its settings and their last change. */
@@ -44,5 +46,6 @@ export function toSettings(r: QueueSettingsRow): QueueSettings & { queue: string
     concurrency: r.concurrency ?? null,
     groupConcurrency: r.group_concurrency ?? null,
     rateLimit: r.rate_count === null || r.rate_period_ms === null ? null : { count: r.rate_count, periodMs: r.rate_period_ms },
+    deadLetter: r.dead_letter ?? null,
   };
 }

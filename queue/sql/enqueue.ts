@@ -18,6 +18,8 @@ export interface EnqueueRecord {
   timeout_ms: number | null;
   /** ISO time, or null. */
   expire_at: string | null;
+  /** The traceparent of the job's send span; null when none records. */
+  trace: string | null;
 }
 
 // Many jobs in one statement, from one JSON array (JSON.stringify of EnqueueRecord[]). Rows are
@@ -31,15 +33,15 @@ input AS (
     jsonb_to_recordset($1::jsonb) AS (
       kind text, queue text, payload jsonb, priority int, run_at timestamptz,
       max_attempts int, requires text[], idempotency_key text,
-      "group" text, tags text[], timeout_ms int, expire_at timestamptz)
+      "group" text, tags text[], timeout_ms int, expire_at timestamptz, trace text)
   ) WITH ORDINALITY AS x(kind, queue, payload, priority, run_at, max_attempts, requires, idempotency_key,
-                         "group", tags, timeout_ms, expire_at, ord)
+                         "group", tags, timeout_ms, expire_at, trace, ord)
 ),
 rows AS (
 INSERT INTO herald.jobs (kind, queue, payload, priority, available_at, max_attempts, requires, idempotency_key,
-                         "group", tags, timeout_ms, expire_at)
+                         "group", tags, timeout_ms, expire_at, trace)
 SELECT kind, queue, coalesce(payload, '{}'::jsonb), priority, coalesce(run_at, now()), max_attempts, requires, idempotency_key,
-       "group", tags, timeout_ms, expire_at
+       "group", tags, timeout_ms, expire_at, trace
 FROM input
 ORDER BY ord
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING

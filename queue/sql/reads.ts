@@ -26,7 +26,7 @@ WITH counts AS (
 SELECT coalesce(c.queue, s.queue) AS queue,
        coalesce(c.queued, 0) AS queued, coalesce(c.scheduled, 0) AS scheduled, coalesce(c.running, 0) AS running,
        coalesce(c.succeeded, 0) AS succeeded, coalesce(c.failed, 0) AS failed, coalesce(c.cancelled, 0) AS cancelled,
-       coalesce(s.paused, false) AS paused, s.concurrency, s.group_concurrency, s.rate_count, s.rate_period_ms,
+       coalesce(s.paused, false) AS paused, s.concurrency, s.group_concurrency, s.rate_count, s.rate_period_ms, s.dead_letter,
        s.updated_at, s.updated_by
 FROM counts c FULL JOIN herald.queues s ON s.queue = c.queue
 WHERE $1::text IS NULL OR coalesce(c.queue, s.queue) = $1

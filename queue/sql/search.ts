@@ -7,6 +7,7 @@
 // costs well under a millisecond; a wrong plan costs a table scan.
 import type { JobStatus } from '../schema.ts';
 import { CANCEL, DELETE, RETRY } from './admin.ts';
+import { REDRIVE } from './dead-letter.ts';
 import type { JobRow } from './rows.ts';
 import { withWaitingFor } from './waiting.ts';
 import { statement } from './statement.ts';
@@ -120,4 +121,5 @@ export const bulkStatements = {
 ), gone_events AS (
   DELETE FROM herald.job_events e USING acted a WHERE e.job_id = a.id`,
   ),
+  redrive: bulkBatch('bulk_redrive', REDRIVE),
 };

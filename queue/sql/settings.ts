@@ -9,6 +9,7 @@ export interface QueueSettingsRow {
   group_concurrency: number | null;
   rate_count: number | null;
   rate_period_ms: number | null;
+  dead_letter: string | null;
   updated_at: Date | null;
   updated_by: Actor | null;
 }
@@ -22,13 +23,14 @@ const patched = (key: string, column: string, cast: string) =>
 export const patchQueueSettings = statement<[queue: string, patch: string, actor: string | null], QueueSettingsRow>(
   'patch_queue',
   `
-INSERT INTO herald.queues AS q (queue, paused, concurrency, group_concurrency, rate_count, rate_period_ms, updated_by)
+INSERT INTO herald.queues AS q (queue, paused, concurrency, group_concurrency, rate_count, rate_period_ms, dead_letter, updated_by)
 VALUES ($1,
         coalesce(($2::jsonb->>'paused')::boolean, false),
         ($2::jsonb->>'concurrency')::int,
         ($2::jsonb->>'groupConcurrency')::int,
         ($2::jsonb->'rateLimit'->>'count')::int,
         ($2::jsonb->'rateLimit'->>'periodMs')::int,
+        $2::jsonb->>'deadLetter',
         $3::jsonb)
 ON CONFLICT (queue) DO UPDATE SET
   paused = ${patched('paused', 'paused', `($2::jsonb->>'paused')::boolean`)},
@@ -36,6 +38,7 @@ ON CONFLICT (queue) DO UPDATE SET
   group_concurrency = ${patched('groupConcurrency', 'group_concurrency', `($2::jsonb->>'groupConcurrency')::int`)},
   rate_count = ${patched('rateLimit', 'rate_count', `($2::jsonb->'rateLimit'->>'count')::int`)},
   rate_period_ms = ${patched('rateLimit', 'rate_period_ms', `($2::jsonb->'rateLimit'->>'periodMs')::int`)},
+  dead_letter = ${patched('deadLetter', 'dead_letter', `$2::jsonb->>'deadLetter'`)},
   updated_at = now(),
   updated_by = $3::jsonb
 RETURNING q.*`,

@@ -44,7 +44,7 @@ export const jobPage = Type.Object(
 export const bulkBody = Type.Object(
   {
     action: OneOf(BULK_ACTIONS, {
-      description: 'retry: failed and cancelled jobs; cancel: queued and running; delete: succeeded, failed and cancelled (with their events)',
+      description: 'retry: failed and cancelled jobs; cancel: queued and running; delete: succeeded, failed and cancelled (with their events); redrive: dead-letter copies (queued or failed) back to their source queue as new jobs',
     }),
     filter: Type.Object(
       {

@@ -19,6 +19,7 @@ export const QueueInfo = Type.Object(
     concurrency: Nullable(Type.Integer()),
     groupConcurrency: Nullable(Type.Integer()),
     rateLimit: Nullable(Type.Object({ count: Type.Optional(Type.Integer()), periodMs: Type.Optional(Type.Integer()) })),
+    deadLetter: Nullable(Type.String(), { description: 'the dead-letter queue of this one' }),
     updatedBy: Nullable(
       Type.Object({
         role: Nullable(Type.String(), { description: "the token's role; null when auth is off" }),
@@ -56,6 +57,11 @@ export const queuePatch = Type.Object(
     concurrency: concurrencyLimit('most jobs of the queue running at once, across all workers'),
     groupConcurrency: concurrencyLimit('most jobs of one group running at once in the queue'),
     rateLimit: Type.Optional(Type.Union([rateLimit, Type.Null()], { description: 'most jobs started in any window of periodMs' })),
+    deadLetter: Type.Optional(
+      Nullable(Name('the queue'), {
+        description: 'the queue that gets a copy of each job of this one that fails for good (its attempts used up); null: none',
+      }),
+    ),
   },
   { additionalProperties: false, minProperties: 1 },
 );

@@ -12,6 +12,9 @@ BEGIN
            n.started_at, n.finished_at, n.lease_expires_at, n.progress, n.last_error,
            n.locked_by AS new_locked_by, n.cancel_requested_at, n.expire_at,
            o.status AS old_status, o.cancel_requested_at AS old_cancel_requested_at, o.available_at AS old_available_at,
+           -- The whole row of a job that just failed for good, for its dead-letter copy; null
+           -- on every other row, so the common statements carry nothing more.
+           CASE WHEN n.status = 'failed' AND o.status <> 'failed' THEN n::herald.jobs END AS failed_row,
            CASE WHEN n.status = 'running' THEN n.locked_by ELSE o.locked_by END AS worker,
            CASE
              WHEN n.status = o.status THEN
@@ -34,6 +37,19 @@ BEGIN
            END AS type
     FROM old_jobs o JOIN new_jobs n ON n.id = o.id
   ),
+  -- A job that failed for good in a queue with a dead-letter queue leaves a copy there, in this
+  -- transaction. A copy is never copied again, so queues pointing at each other cannot loop.
+  dead AS (
+    INSERT INTO herald.jobs (queue, kind, payload, priority, max_attempts, requires, "group", tags, timeout_ms,
+                             dead_letter_of, source_queue, trace)
+    SELECT s.dead_letter, (c.failed_row).kind, (c.failed_row).payload, (c.failed_row).priority,
+           (c.failed_row).max_attempts, (c.failed_row).requires, (c.failed_row)."group", (c.failed_row).tags,
+           (c.failed_row).timeout_ms, c.id, c.queue, (c.failed_row).trace
+    FROM c JOIN herald.queues s ON s.queue = c.queue
+    WHERE c.status = 'failed' AND c.old_status <> 'failed' AND s.dead_letter IS NOT NULL AND (c.failed_row).dead_letter_of IS NULL
+    ORDER BY c.id
+    RETURNING id, queue, dead_letter_of
+  ),
   -- One event per row whose status, progress or cancel request changed. The event type is read
   -- off the transition; the reaper marks its work with last_error.reason.
   events AS (
@@ -47,11 +63,14 @@ BEGIN
              WHEN 'succeeded' THEN jsonb_build_object(
                'durationMs', round(extract(epoch FROM (c.finished_at - c.started_at)) * 1000))
              WHEN 'retry_scheduled' THEN jsonb_build_object('error', c.last_error->>'message', 'runAt', herald.iso_utc(c.available_at))
-             WHEN 'failed' THEN jsonb_build_object('error', c.last_error->>'message')
+             WHEN 'failed' THEN jsonb_build_object('error', c.last_error->>'message') || coalesce((SELECT jsonb_build_object('deadLetter', jsonb_build_object('queue', d.queue, 'jobId', d.id::text))
+                                 FROM dead d WHERE d.dead_letter_of = c.id), '{}'::jsonb)
              WHEN 'lease_expired' THEN jsonb_build_object(
                'reason', c.last_error->>'reason',
                'error', c.last_error->>'message',
                'runAt', CASE WHEN c.status = 'queued' THEN herald.iso_utc(c.available_at) END)
+               || CASE WHEN c.status = 'failed' THEN coalesce((SELECT jsonb_build_object('deadLetter', jsonb_build_object('queue', d.queue, 'jobId', d.id::text))
+                                 FROM dead d WHERE d.dead_letter_of = c.id), '{}'::jsonb) ELSE '{}'::jsonb END
              WHEN 'retried' THEN jsonb_build_object('maxAttempts', c.max_attempts)
              WHEN 'expired' THEN jsonb_build_object('expireAt', herald.iso_utc(c.expire_at))
            END

@@ -27,7 +27,7 @@ function apiJob(p: Partial<Job>): Job {
     id: '42', queue: 'mail', kind: 'send', payload: {}, priority: 5, status: 'queued', attempt: 0, maxAttempts: 2, requires: [],
     idempotencyKey: null, runAt: at(0), createdAt: at(0), startedAt: null, finishedAt: null, lockedBy: null, leaseExpiresAt: null,
     cancelRequested: false, progress: null, result: null, lastError: null, group: null, tags: [], timeoutMs: null, expireAt: null,
-    waitingFor: null, ...p,
+    deadLetterOf: null, waitingFor: null, ...p,
   };
 }
 

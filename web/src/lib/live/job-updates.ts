@@ -116,6 +116,7 @@ export function jobFromEvent(ev: BoardEvent): BoardJob {
     tags: [],
     timeoutMs: null,
     expireAt: null,
+    deadLetterOf: null,
     waitingFor: null,
     partial: true,
   };

@@ -121,7 +121,7 @@ export class LiveIndex {
 function emptyCounts(queue: string): QueueCounts {
   return {
     queue, queued: 0, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0,
-    paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, updatedBy: null, updatedAt: null,
+    paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, deadLetter: null, updatedBy: null, updatedAt: null,
   };
 }
 

@@ -21,6 +21,6 @@ export function ev(jobId: string, type: EventType, status: JobStatus, extra: Par
 export function counts(queue = 'default', c: Partial<QueueCounts> = {}): QueueCounts {
   return {
     queue, queued: 0, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0,
-    paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, updatedBy: null, updatedAt: null, ...c,
+    paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, deadLetter: null, updatedBy: null, updatedAt: null, ...c,
   };
 }

@@ -1,0 +1,73 @@
+// The alert conditions from the server's own view (GET /api/alerts) and the metrics the rules
+// read (/metrics): stalled queues and queues no worker takes, failures for good, lease expiries.
+// HeraldStreamHeld needs a transaction open for a minute; its source (the stream's holder) is
+// tested in server-health.test.ts, and its rule in ops/prometheus/alerts.test.yml.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { testServer, until, type TestServer } from './server-support.ts';
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await testServer();
+});
+afterAll(() => s.close());
+beforeEach(async () => {
+  await s.db.pool.query('TRUNCATE herald.jobs, herald.workers, herald.queues');
+});
+
+interface AlertJson { alert: string; queue: string | null; summary: string; runbook: string }
+const alerts = async (): Promise<AlertJson[]> => (await s.app.inject({ method: 'GET', url: '/api/alerts' })).json().alerts;
+const metrics = async () => (await s.app.inject({ method: 'GET', url: '/metrics' })).body;
+const tenMinutesAgo = () => new Date(Date.now() - 600_000).toISOString();
+
+describe('GET /api/alerts', () => {
+  it('names queues whose ready jobs wait too long, and those no live worker takes; not paused or dead-letter queues', async () => {
+    expect(await alerts()).toEqual([]);
+    const q = s.queue;
+    await q.enqueue({ kind: 'k', queue: 'orphans', runAt: tenMinutesAgo() });
+    await q.enqueue({ kind: 'k', queue: 'served', runAt: tenMinutesAgo() });
+    await q.enqueue({ kind: 'k', queue: 'fresh' });
+    await q.enqueue({ kind: 'k', queue: 'later', runAt: new Date(Date.now() + 3_600_000) });
+    await q.enqueue({ kind: 'k', queue: 'parked', runAt: tenMinutesAgo() });
+    await q.patchQueue('parked', { paused: true });
+    await q.enqueue({ kind: 'k', queue: 'src.dead', runAt: tenMinutesAgo() });
+    await q.patchQueue('src', { deadLetter: 'src.dead' });
+    await q.registerWorker({ id: 'h:1:served', host: 'h', pid: 1, queues: ['served'], kinds: ['k'], capabilities: [], concurrency: 1, lockKey: null });
+
+    // Queue heads are read at most once a second (shared with /metrics): wait for a fresh read.
+    await until(async () => (await alerts()).length > 0);
+    const now = await alerts();
+    expect(now.map((a) => `${a.alert} ${a.queue}`).sort()).toEqual(['HeraldNoWorker orphans', 'HeraldQueueStalled orphans', 'HeraldQueueStalled served']);
+    expect(now.find((a) => a.alert === 'HeraldNoWorker')).toMatchObject({
+      summary: expect.stringMatching(/^queue orphans has had ready jobs for 6\d\d s and no live worker takes it$/),
+      runbook: 'README.md#heraldnoworker',
+    });
+
+    const text = await metrics();
+    expect(text).toMatch(/^herald_queue_oldest_ready_age_seconds\{queue="orphans"\} 6\d\d(\.\d+)?$/m);
+    expect(text).toMatch(/^herald_queue_live_workers\{queue="orphans"\} 0$/m);
+    expect(text).toMatch(/^herald_queue_live_workers\{queue="served"\} 1$/m);
+    expect(text).toMatch(/^herald_queue_oldest_ready_age_seconds\{queue="fresh"\} \d(\.\d+)?(e-\d+)?$/m);
+    expect(text).not.toMatch(/^herald_queue_\w+\{queue="(later|parked|src\.dead)"\}/m);
+  });
+
+  it('names a queue whose jobs fail for good, and lease expiries, as the stream shows them', async () => {
+    const q = s.queue;
+    const W = 'h:2:w';
+    const jobs = await q.enqueueMany(Array.from({ length: 8 }, (_, i) => ({ kind: 'k', queue: 'billing', maxAttempts: 1, payload: { i } })));
+    const claimed = await q.claim({ worker: W, queues: ['billing'], limit: 8 });
+    expect(claimed).toHaveLength(8);
+    // 5 fail for good, 3 are reaped out of their last attempt.
+    await q.fail(W, claimed.slice(0, 5).map((j) => ({ id: j.id, attempt: j.attempt, error: 'declined' })));
+    await s.db.pool.query(`UPDATE herald.jobs SET lease_expires_at = now() - interval '1 s' WHERE status = 'running'`);
+    expect(await q.reap()).toMatchObject({ failed: 3 });
+    expect(jobs).toHaveLength(8);
+
+    await until(async () => (await alerts()).length === 2);
+    const now = await alerts();
+    expect(now).toContainEqual(expect.objectContaining({ alert: 'HeraldJobsFailing', queue: 'billing', summary: expect.stringMatching(/^8 of 8 jobs of queue billing failed for good/) }));
+    expect(now).toContainEqual(expect.objectContaining({ alert: 'HeraldWorkersDying', queue: null, summary: expect.stringMatching(/^3 leases expired in the last 15 min/) }));
+    const text = await metrics();
+    expect(text).toMatch(/^herald_jobs_lease_expired_total\{queue="billing",reason="lease_expired"\} 3$/m);
+    expect(text).toMatch(/^herald_jobs_failed_total\{queue="billing",outcome="failed"\} 8$/m);
+  });
+});

@@ -1,0 +1,100 @@
+// Tracing on the library path, with an in-memory exporter: `send QUEUE` is a child of the
+// caller's span and its traceparent is kept with the job; each attempt is a `process QUEUE` span
+// linked to that send, the handler's own spans nest under it, and a failed attempt records its
+// error. Without a registered SDK nothing is recorded or stored.
+import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
+import { until } from '../test/fixtures/worker-process.ts';
+import { tracing } from '../queue/tracing.ts';
+import { Worker } from './worker.ts';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  trace.disable();
+  context.disable();
+  await db.drop();
+});
+
+const storedTrace = async (id: string) =>
+  (await db.pool.query<{ trace: string | null }>('SELECT trace FROM herald.jobs WHERE id = $1', [id])).rows[0].trace;
+
+describe('tracing', () => {
+  it('records and stores nothing while no SDK is registered', async () => {
+    expect(tracing()).toBe(false);
+    const { job } = await db.queue.enqueue({ kind: 'k', queue: 'untraced' });
+    const [batch] = await db.queue.enqueueMany([{ kind: 'k', queue: 'untraced' }]);
+    expect(await storedTrace(job.id)).toBeNull();
+    expect(await storedTrace(batch.job.id)).toBeNull();
+  });
+
+  it('follows a job from the caller’s span through send, each attempt’s process span and the handler’s own span', async () => {
+    const exporter = new InMemorySpanExporter();
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
+    expect(tracing()).toBe(true);
+    const tracer = trace.getTracer('test');
+
+    // The caller's span is the parent of the send.
+    const { job } = await tracer.startActiveSpan('caller', async (caller) => {
+      try {
+        return await db.queue.enqueue({ kind: 'flaky', queue: 'traced', payload: { n: 1 }, maxAttempts: 2 });
+      } finally {
+        caller.end();
+      }
+    });
+    const spans = () => exporter.getFinishedSpans();
+    const named = (name: string) => spans().filter((s) => s.name === name);
+    const [caller] = named('caller');
+    const [send] = named('send traced');
+    expect(send.kind).toBe(SpanKind.PRODUCER);
+    expect(send.parentSpanContext?.spanId).toBe(caller.spanContext().spanId);
+    expect(send.spanContext().traceId).toBe(caller.spanContext().traceId);
+    expect(send.attributes).toMatchObject({
+      'messaging.system': 'herald', 'messaging.operation.type': 'send', 'messaging.destination.name': 'traced',
+      'messaging.message.id': job.id, 'herald.job.kind': 'flaky',
+    });
+    const sc = send.spanContext();
+    expect(await storedTrace(job.id)).toBe(`00-${sc.traceId}-${sc.spanId}-01`);
+
+    // The first attempt fails, the retry succeeds; the handler makes a span of its own each time.
+    let calls = 0;
+    const flaky = async () =>
+      tracer.startActiveSpan('handler work', async (own) => {
+        own.end();
+        if (++calls === 1) throw new Error('first attempt fails');
+        return 'ok';
+      });
+    const w = new Worker({ databaseUrl: db.url, concurrency: 1, pollMs: 50, queues: ['traced'], tasks: { flaky }, backoffBaseMs: 1, backoffMaxMs: 1 });
+    await w.start();
+    try {
+      await until(async () => (await db.queue.get(job.id))?.status === 'succeeded', 'the retry to succeed');
+      await until(async () => named('process traced').length === 2, 'both process spans to end');
+    } finally {
+      await w.stop();
+    }
+    const processes = named('process traced').sort((a, b) => Number(a.attributes['herald.job.attempt']) - Number(b.attributes['herald.job.attempt']));
+    const own = named('handler work');
+    expect(own).toHaveLength(2);
+    processes.forEach((p: ReadableSpan, i) => {
+      expect(p.kind).toBe(SpanKind.CONSUMER);
+      expect(p.attributes).toMatchObject({
+        'messaging.system': 'herald', 'messaging.operation.type': 'process', 'messaging.destination.name': 'traced',
+        'messaging.message.id': job.id, 'herald.job.kind': 'flaky', 'herald.job.attempt': i + 1,
+      });
+      expect(p.links.map((l) => l.context.spanId)).toEqual([sc.spanId]);
+      expect(p.links[0].context.traceId).toBe(sc.traceId);
+      // The handler ran inside it: its own span is a child.
+      const child = own.find((o) => o.parentSpanContext?.spanId === p.spanContext().spanId);
+      expect(child?.spanContext().traceId).toBe(p.spanContext().traceId);
+    });
+    expect(processes[0].status).toMatchObject({ code: SpanStatusCode.ERROR, message: 'first attempt fails' });
+    expect(processes[0].events.map((e) => e.name)).toEqual(['exception']);
+    expect(processes[1].status.code).not.toBe(SpanStatusCode.ERROR);
+  });
+});
