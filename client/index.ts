@@ -186,9 +186,24 @@ export class HeraldClient {
     return (await this.call<{ buckets: HistoryBucket[] }>('GET', path)).body.buckets;
   }
 
-  /** A job's events, oldest first. */
+  /** A page of a job's events, oldest first (up to 1000): pass `next` back as `after`; null on the last page. */
+  async jobEventPage(id: string, opts: { after?: string; limit?: number } = {}): Promise<{ events: ApiJobEvent[]; next: string | null }> {
+    const qs = new URLSearchParams();
+    if (opts.after !== undefined) qs.set('after', opts.after);
+    if (opts.limit !== undefined) qs.set('limit', String(opts.limit));
+    const query = qs.size ? `?${qs}` : '';
+    return (await this.call<{ events: ApiJobEvent[]; next: string | null }>('GET', `/api/jobs/${encodeURIComponent(id)}/events${query}`)).body;
+  }
+
+  /** All of a job's events, oldest first (page by page). */
   async jobEvents(id: string): Promise<ApiJobEvent[]> {
-    return (await this.call<{ events: ApiJobEvent[] }>('GET', `/api/jobs/${encodeURIComponent(id)}/events`)).body.events;
+    const all: ApiJobEvent[] = [];
+    for (let after: string | null | undefined; after !== null; ) {
+      const page = await this.jobEventPage(id, after === undefined ? {} : { after });
+      all.push(...page.events);
+      after = page.next;
+    }
+    return all;
   }
 
   async cancel(id: string): Promise<Job> {

@@ -21,6 +21,8 @@ export const DEFAULTS = {
   shutdownGraceMs: 30_000,
   /** Jobs per page of a listing (GET /api/jobs, ReadService.list). */
   listLimit: 50,
+  /** Events per page of a job's timeline (GET /api/jobs/:id/events; also its most). */
+  eventsLimit: 1_000,
   /** Jobs a search (group, tag, payload, error, time range) looks at per page, newest first. */
   searchWindow: 100_000,
   /** Jobs per transaction of a bulk action, so the stream and vacuum never wait on a long one. */
@@ -29,6 +31,8 @@ export const DEFAULTS = {
   historyEveryMs: 10_000,
   /** How long queue history is kept. */
   historyRetentionMs: 30 * 24 * HOUR_MS,
+  /** A job's progress is written at most once per this many ms (4 a second); the last value always is. */
+  progressEveryMs: 250,
   /** Concurrent jobs per worker process. */
   concurrency: 10,
   /** Largest claim a worker makes, whatever its free slots. */

@@ -372,7 +372,20 @@ export const jobPage = {
   ...page,
   properties: { ...page.properties, searched: { type: 'integer', description: 'present when the search window cut this page short: jobs looked at' } },
 } as const;
-export const jobEvents = reply({ events: { type: 'array', items: ref('JobEvent') } });
+export const jobEvents = reply({
+  events: { type: 'array', items: ref('JobEvent') },
+  next: nullable('string', { description: 'pass as `after` for the next page; null on the last one' }),
+});
+
+/** GET /api/jobs/:id/events: a page of the timeline. */
+export const jobEventsQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    after: { type: 'string', pattern: '^[0-9]{1,19}$', description: 'page: events with a larger eventId (the `next` of the previous page)' },
+    limit: { type: 'integer', minimum: 1, maximum: DEFAULTS.eventsLimit, default: DEFAULTS.eventsLimit },
+  },
+} as const;
 
 export const health = reply({
   ok: { type: 'boolean' },

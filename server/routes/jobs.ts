@@ -4,7 +4,7 @@ import { NotFoundError, ValidationError } from '../../queue/errors.ts';
 import type { JobFilter } from '../../queue/search.ts';
 import type { BulkAction } from '../../queue/defaults.ts';
 import type { ServerContext } from '../context.ts';
-import { bulkBody, bulkResult, errors, idParams, jobEvents, jobPage, jobRef, listQuery } from '../schemas.ts';
+import { bulkBody, bulkResult, errors, idParams, jobEvents, jobEventsQuery, jobPage, jobRef, listQuery } from '../schemas.ts';
 
 const MAX_ID = 2n ** 63n - 1n;
 
@@ -94,7 +94,9 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
         ...byId,
         tags: ['jobs'],
         operationId: 'listJobEvents',
-        summary: "A job's events, oldest first",
+        summary: "A job's events, oldest first, a page at a time",
+        description: 'Page with ?after=<the `next` of the previous page>; `next` is null on the last page.',
+        querystring: jobEventsQuery,
         response: {
           200: { description: "the job's events", ...jobEvents },
           ...errors(400, 401, 403, 404),
@@ -103,10 +105,12 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
     async (request) => {
       const id = jobId(request.params);
-      const events = await ctx.queue.events(id);
+      const { after, limit } = request.query as { after?: string; limit?: number };
+      // An id past bigint's range: nothing comes after it.
+      const page = await ctx.queue.eventPage(id, { after: after && BigInt(after) > MAX_ID ? String(MAX_ID) : after, limit });
       // Every job has at least its 'enqueued' event; none means no such job.
-      if (events.length === 0 && !(await ctx.queue.get(id))) throw new NotFoundError(`job ${id} does not exist`);
-      return { events };
+      if (page.events.length === 0 && !(await ctx.queue.get(id))) throw new NotFoundError(`job ${id} does not exist`);
+      return page;
     },
   );
 

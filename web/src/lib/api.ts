@@ -104,9 +104,18 @@ export function getJob(id: string): Promise<Job> {
   return request('GET', jobPath(id));
 }
 
+/** A job's whole timeline, oldest first, fetched a page (up to 1000 events) at a time. */
 export async function getJobEvents(id: string): Promise<BoardEvent[]> {
-  const r = await request<{ events: unknown[] }>('GET', `${jobPath(id)}/events`);
-  return (r.events ?? []).map(normalizeEvent).filter((e): e is BoardEvent => e !== null);
+  const all: BoardEvent[] = [];
+  for (let after: string | null = null; ; ) {
+    const r: { events?: unknown[]; next?: string | null } = await request('GET', `${jobPath(id)}/events${query({ after })}`);
+    for (const e of r.events ?? []) {
+      const ev = normalizeEvent(e);
+      if (ev) all.push(ev);
+    }
+    if (!r.next) return all;
+    after = r.next;
+  }
 }
 
 export function retryJob(id: string): Promise<Job> {
