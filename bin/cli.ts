@@ -159,7 +159,7 @@ function workerSettings(c: HeraldConfig) {
 }
 
 function serverSettings(c: HeraldConfig) {
-  return { host: c.host, port: c.port, tokens: c.tokens };
+  return { host: c.host, port: c.port, tokens: c.tokens, maxStreams: c.maxStreams };
 }
 
 // Set once the logger exists; until then nothing has been started that would need stopping.

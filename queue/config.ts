@@ -40,6 +40,7 @@ export interface HeraldConfig {
   backoffMaxMs: number;
   retentionMs: number;
   shutdownGraceMs: number;
+  maxStreams: number;
 }
 
 export function loadConfig(): HeraldConfig {
@@ -60,5 +61,6 @@ export function loadConfig(): HeraldConfig {
     backoffMaxMs: int('HERALD_BACKOFF_MAX_MS', DEFAULTS.backoffMaxMs, 1),
     retentionMs: int('HERALD_RETENTION_MS', DEFAULTS.retentionMs, 0),
     shutdownGraceMs: int('HERALD_SHUTDOWN_GRACE_MS', DEFAULTS.shutdownGraceMs, 0),
+    maxStreams: int('HERALD_MAX_STREAMS', DEFAULTS.maxStreams, 1),
   };
 }

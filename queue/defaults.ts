@@ -44,6 +44,8 @@ export const DEFAULTS = {
   claimAheadMs: 50,
   /** A buffered job not started after this long goes back to the queue. */
   claimAheadTtlMs: 5_000,
+  /** Open SSE streams one server serves (HERALD_MAX_STREAMS); past it a new one gets 503 with Retry-After. */
+  maxStreams: 10_000,
   host: '127.0.0.1',
   port: 3000,
   dataDir: '.herald',

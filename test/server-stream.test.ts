@@ -231,6 +231,30 @@ describe('live stream', () => {
   });
 });
 
+describe('stream cap', () => {
+  it('past HERALD_MAX_STREAMS open streams a new one gets 503 with Retry-After; a closed one frees its place', async () => {
+    const capped = await testServer({ db, listen: true, maxStreams: 2 });
+    const open = (signal?: AbortSignal) => fetch(`${capped.url}/api/events`, { headers: { accept: 'text/event-stream' }, signal });
+    const first = new AbortController();
+    try {
+      const streams = [await open(first.signal), await open()];
+      expect(streams.map((r) => r.status)).toEqual([200, 200]);
+      const refused = await open();
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('5');
+      expect(await refused.json()).toEqual({ statusCode: 503, error: 'Service Unavailable', message: expect.stringMatching(/HERALD_MAX_STREAMS/) });
+      first.abort();
+      await until(() => capped.hub.sessions.size < 2);
+      const again = await open();
+      expect(again.status).toBe(200);
+      await again.body?.cancel();
+      await streams[1].body?.cancel();
+    } finally {
+      await capped.stop();
+    }
+  });
+});
+
 describe('resume under load', () => {
   it('delivers every event exactly once, in order, across 60 dropped connections while workers run', async () => {
     const stream = client.events({ lastEventId: '0' });

@@ -4,7 +4,11 @@
 import type { FastifyInstance } from 'fastify';
 import { parseCursor } from '../../queue/cursor.ts';
 import type { ServerContext } from '../context.ts';
+import { errorBody } from '../errors.ts';
 import { errors, eventsQuery } from '../schemas.ts';
+
+/** Seconds a client refused for the stream cap waits before it tries again. */
+const STREAMS_RETRY_AFTER_S = 5;
 
 export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get(
@@ -22,12 +26,13 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
           'Without Last-Event-ID the stream is live only (it starts with an `id:` naming its start; the Herald-Cursor header holds it too). ' +
           'With Last-Event-ID (header, or ?lastEventId=) it first replays every matching event after that cursor; 0 replays from the beginning. ' +
           'Every event exactly once, each job in order. A comment every 15 s keeps the connection alive. ' +
-          'A client that falls more than 10,000 events behind is disconnected and resumes with Last-Event-ID.',
+          'A client that falls more than 10,000 events behind is disconnected and resumes with Last-Event-ID. ' +
+          'A server with HERALD_MAX_STREAMS streams open answers 503 with Retry-After.',
         querystring: eventsQuery,
         headers: { type: 'object', properties: { 'last-event-id': { type: 'string', maxLength: 64 } } },
         response: {
           200: { description: 'the event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } },
-          ...errors(400, 401, 403, 406),
+          ...errors(400, 401, 403, 406, 503),
         },
       },
     },
@@ -36,6 +41,13 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
       // The header wins: EventSource resends it on reconnect while the URL keeps the first ?lastEventId.
       const raw = (request.headers['last-event-id'] as string | undefined) ?? q.lastEventId;
       const after = raw === undefined || raw.trim() === '' ? null : parseCursor(raw);
+      if (ctx.hub.full()) {
+        // Each stream holds memory and a socket: past the cap, the client tries again later.
+        return reply
+          .code(503)
+          .header('retry-after', String(STREAMS_RETRY_AFTER_S))
+          .send(errorBody(503, 'this server has as many open event streams as it serves (HERALD_MAX_STREAMS); try again shortly'));
+      }
       await ctx.hub.open(reply, { queue: q.queue, jobId: q.job }, after);
     },
   );

@@ -6,6 +6,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { FeedHolder, Queue } from '../../queue/queue.ts';
 import { compareCursor, formatCursor, type Cursor } from '../../queue/cursor.ts';
+import { DEFAULTS } from '../../queue/defaults.ts';
 import { Listener } from '../../queue/listener.ts';
 import { EVENTS_CHANNEL } from '../../queue/channels.ts';
 import { Fanout } from './fanout.ts';
@@ -32,6 +33,8 @@ export interface HubOptions {
   /** Socket writes per second across all SSE clients before writes get coalesced (see flusher.ts). */
   writeBudget?: number;
   limits?: Partial<SessionLimits>;
+  /** Most open streams (DEFAULTS.maxStreams). */
+  maxStreams?: number;
 }
 
 export class EventHub {
@@ -102,6 +105,11 @@ export class EventHub {
       this.opts.logger?.warn({ err: (err as Error).message }, 'SSE replay failed; ending the stream');
       session.close();
     }
+  }
+
+  /** Another stream would pass the cap (HERALD_MAX_STREAMS). */
+  full(): boolean {
+    return this.sessions.size >= (this.opts.maxStreams ?? DEFAULTS.maxStreams);
   }
 
   lagMs(): number | null {
