@@ -147,4 +147,5 @@ export class Queue {
   heldBack(after: Cursor) { return this.feeding.heldBack(after); }
   feedHolder(after: Cursor) { return this.feeding.feedHolder(after); }
   head() { return this.feeding.head(); }
+  retentionHorizon() { return this.feeding.retentionHorizon(); }
 }

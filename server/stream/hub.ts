@@ -99,6 +99,10 @@ export class EventHub {
     reply.raw.flushHeaders();
     if (after === null) return session.startLive(start);
     try {
+      // Retention removed events after this cursor: the client's picture is stale, whatever the
+      // replay brings. It reloads (the board its snapshot), then the replay goes on as usual.
+      const removed = await this.opts.queue.retentionHorizon();
+      if (compareCursor(after, removed) < 0) session.reset(removed);
       await session.replay(this.opts.queue, after, target);
     } catch (err) {
       // The client resumes from what it got; ending the stream is all there is to do.

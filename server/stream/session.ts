@@ -119,6 +119,11 @@ export class StreamSession implements Subscriber, Flushable {
     this.pump();
   }
 
+  /** `event: reset`: events after the client's cursor were removed (retention); it should reload. */
+  reset(horizon: Cursor): void {
+    this.send({ event: 'reset', data: JSON.stringify({ removedThrough: formatCursor(horizon) }) });
+  }
+
   private send(message: { id: string; event?: string; data: unknown }): void {
     // The library frames the message and handles the socket's backpressure; a closed socket
     // rejects, which the 'close' handler already deals with.
