@@ -252,7 +252,7 @@ describe('deleted history', () => {
     // A client resuming after the delete sees both jobs go.
     const resumed = await openStream(`${s.url}/api/events?queue=${queue}`, { 'last-event-id': cursorBefore! });
     await until(() => resumed.messages.length === 2);
-    expect(resumed.messages.map((m) => [m.event, m.json.type, m.json.jobId])).toEqual([['job', 'deleted', a.job.id], ['job', 'deleted', b.job.id]]);
+    expect(resumed.messages.map((m) => [m.event, m.json?.type, m.json?.jobId])).toEqual([['job', 'deleted', a.job.id], ['job', 'deleted', b.job.id]]);
     const after = resumed.messages.at(-1)!.id!;
     await resumed.close();
     // Retention removes the deleted jobs' events: a resume from before that starts with a reset.

@@ -4,7 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import { parseCursor } from '../../queue/cursor.ts';
 import type { ServerContext } from '../context.ts';
-import { errorBody } from '../errors.ts';
+import { HttpError } from '../errors.ts';
 import { errors, eventsQuery } from '../schemas.ts';
 
 /** Seconds a client refused for the stream cap waits before it tries again. */
@@ -43,10 +43,8 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
       const after = raw === undefined || raw.trim() === '' ? null : parseCursor(raw);
       if (ctx.hub.full()) {
         // Each stream holds memory and a socket: past the cap, the client tries again later.
-        return reply
-          .code(503)
-          .header('retry-after', String(STREAMS_RETRY_AFTER_S))
-          .send(errorBody(503, 'this server has as many open event streams as it serves (HERALD_MAX_STREAMS); try again shortly'));
+        reply.header('retry-after', String(STREAMS_RETRY_AFTER_S));
+        throw new HttpError(503, 'this server has as many open event streams as it serves (HERALD_MAX_STREAMS); try again shortly');
       }
       await ctx.hub.open(reply, { queue: q.queue, jobId: q.job }, after);
     },

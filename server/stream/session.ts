@@ -124,7 +124,7 @@ export class StreamSession implements Subscriber, Flushable {
     this.send({ event: 'reset', data: JSON.stringify({ removedThrough: formatCursor(horizon) }) });
   }
 
-  private send(message: { id: string; event?: string; data: unknown }): void {
+  private send(message: { id?: string; event?: string; data: unknown }): void {
     // The library frames the message and handles the socket's backpressure; a closed socket
     // rejects, which the 'close' handler already deals with.
     this.reply.sse.send(message).catch(noop);
