@@ -23,7 +23,7 @@ export class ProgressCoalescer {
     try {
       checkPercent(percent);
     } catch (err) {
-      return Promise.reject(err as Error);
+      return Promise.reject(err);
     }
     this.pending = { percent, message };
     if (this.inFlight || this.timer) return Promise.resolve();
