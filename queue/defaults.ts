@@ -17,6 +17,12 @@ export const DEFAULTS = {
   backoffMaxMs: HOUR_MS,
   /** Finished jobs (and their events) older than this are deleted; 0 keeps them. */
   retentionMs: 7 * 24 * HOUR_MS,
+  /**
+   * HERALD_ASYNC_COMMIT: the worker's claims, renewals and outcomes commit without waiting for the
+   * WAL flush. Off: a database crash can undo the last moments of acknowledged outcomes, and those
+   * jobs run again.
+   */
+  asyncCommit: false,
   /** On stop, how long running jobs may take to finish before they are handed back. */
   shutdownGraceMs: 30_000,
   /** Jobs per page of a listing (GET /api/jobs, ReadService.list). */
@@ -29,6 +35,8 @@ export const DEFAULTS = {
   bulkBatch: 1_000,
   /** How often each worker and server tries the queue-history rollup (one of them does it). */
   historyEveryMs: 10_000,
+  /** The span of a queue's history when a request names none (GET /api/queues/:queue/stats). */
+  historyRange: '1h',
   /** How long queue history is kept. */
   historyRetentionMs: 30 * 24 * HOUR_MS,
   /** A job's progress is written at most once per this many ms (4 a second); the last value always is. */
@@ -56,11 +64,25 @@ export const DEFAULTS = {
   timezone: 'UTC',
 } as const;
 
+/**
+ * How long a worker whose liveness lock vanished (its listener connection dropped) has to
+ * reconnect and renew its leases before its jobs are taken for orphans and re-run.
+ */
+export const LOCK_LOSS_GRACE_MS = 1_000;
+/** How often each worker tries the reaper (one acts at a time): a SIGKILLed worker's jobs come back within ~2 s. */
+export const REAP_EVERY_MS = 500;
+
 /** The most attempts a job may have (a database check; retry never goes past it). */
 export const MAX_ATTEMPTS_LIMIT = 1000;
 
 /** Most tags a job may carry (a database check). */
 export const MAX_TAGS = 16;
+/** Most capabilities a job may require (a database check). */
+export const MAX_REQUIRES = 32;
+/** Longest queue, kind, group, tag or schedule name. */
+export const MAX_NAME_LENGTH = 128;
+/** What such a name may be (the database's checks hold the pattern). */
+export const NAME_RULE = `1-${MAX_NAME_LENGTH} characters of [A-Za-z0-9_.:-]`;
 /** Longest attempt a job may ask for (timeoutMs): one day. */
 export const MAX_TIMEOUT_MS = 86_400_000;
 

@@ -128,7 +128,7 @@ describe('live stream', () => {
     expect(m.id).toMatch(/^\d+\.\d+$/);
     expect(m.json).toEqual({
       eventId: expect.any(String), jobId: job.id, queue: 'q1', kind: 'after', type: 'enqueued', status: 'queued',
-      attempt: 0, worker: null, at: expect.any(String), data: { priority: 0, runAt: expect.any(String) },
+      attempt: 0, worker: null, at: expect.any(String), data: { priority: 0, runAt: expect.any(String), maxAttempts: 5 },
     });
     await stream.close();
   });
@@ -282,7 +282,12 @@ describe('stream cap', () => {
       const refused = await open();
       expect(refused.status).toBe(503);
       expect(refused.headers.get('retry-after')).toBe('5');
-      expect(await refused.json()).toEqual({ statusCode: 503, error: 'Service Unavailable', message: expect.stringMatching(/HERALD_MAX_STREAMS/) });
+      expect(await refused.json()).toEqual({
+        statusCode: 503,
+        error: 'Service Unavailable',
+        message: expect.stringMatching(/HERALD_MAX_STREAMS/),
+        code: 'HERALD_TOO_MANY_STREAMS',
+      });
       first.abort();
       await until(() => capped.hub.sessions.size < 2);
       const again = await open();

@@ -1,5 +1,6 @@
-// Housekeeping every worker runs: the reaper (about every second, so a SIGKILLed worker's jobs
-// come back within ~2 s through its vanished liveness lock), with it the expiry pass (queued
+// Housekeeping every worker runs: the reaper (about every half second; a SIGKILLed worker's
+// vanished liveness lock gives its jobs a short lease, LOCK_LOSS_GRACE_MS, and a pass right after
+// it re-runs them: within ~2 s), with it the expiry pass (queued
 // jobs past their expireAt end cancelled) and the removal of dead workers' registry rows; and
 // retention cleanup and the pruning of old rate-window records (about every minute), and the
 // queue-history rollup (about every 10 s). The core's advisory try-lock lets only one reaper work at a time, so a fleet of
@@ -7,6 +8,7 @@
 import type { MaintainService } from '../queue/services/maintain.ts';
 import type { Logger } from '../queue/log.ts';
 import { Every } from '../queue/every.ts';
+import { LOCK_LOSS_GRACE_MS, REAP_EVERY_MS } from '../queue/defaults.ts';
 import { historyRollup } from '../queue/history-rollup.ts';
 
 export interface MaintenanceOptions {
@@ -21,16 +23,30 @@ export interface MaintenanceOptions {
 
 export class Maintenance {
   private readonly jobs: Every[] = [];
+  private orphanTimer?: NodeJS.Timeout;
 
   constructor(private readonly opts: MaintenanceOptions) {}
+
+  private async reap(): Promise<void> {
+    const { maintain, logger: log } = this.opts;
+    const r = await maintain.reap();
+    if (r.requeued + r.failed + r.cancelled > 0) log.info(r, 'reaped jobs of dead or stalled workers');
+    if (r.orphans > 0) {
+      log.info({ jobs: r.orphans, graceMs: LOCK_LOSS_GRACE_MS }, "owner's liveness lock vanished: its leases end after a grace period");
+      // Reap them as soon as the grace is over, unless their worker renewed them meanwhile.
+      clearTimeout(this.orphanTimer);
+      this.orphanTimer = setTimeout(() => {
+        this.reap().catch((err: Error) => log.warn({ err: err.message }, 'reaper failed'));
+      }, LOCK_LOSS_GRACE_MS + 50);
+    }
+  }
 
   start(): void {
     const { maintain, logger: log } = this.opts;
     this.jobs.push(
-      new Every(this.opts.reapEveryMs ?? 1_000, async () => {
+      new Every(this.opts.reapEveryMs ?? REAP_EVERY_MS, async () => {
         try {
-          const r = await maintain.reap();
-          if (r.requeued + r.failed + r.cancelled > 0) log.info(r, 'reaped jobs of dead or stalled workers');
+          await this.reap();
           const expired = await maintain.expire();
           if (expired > 0) log.info({ expired }, 'cancelled queued jobs past their expireAt');
           const gone = await maintain.pruneWorkers();
@@ -64,6 +80,7 @@ export class Maintenance {
   }
 
   async stop(): Promise<void> {
+    clearTimeout(this.orphanTimer);
     await Promise.all(this.jobs.map((j) => j.stop()));
   }
 }

@@ -23,6 +23,7 @@ export class Registry {
   private timer?: NodeJS.Timeout;
   private inFlight?: Promise<void>;
   private stopped = false;
+  private registered = false;
 
   constructor(private readonly opts: RegistryOptions) {}
 
@@ -33,12 +34,14 @@ export class Registry {
 
   async start(): Promise<void> {
     await this.opts.registry.registerWorker(this.registration());
+    this.registered = true;
     this.schedule();
   }
 
   /** After a listener reconnect: record the new liveness key now. */
   refresh(): void {
-    if (this.stopped || this.inFlight) return;
+    // The listener's first connect comes before start() writes the row, which records the key itself.
+    if (!this.registered || this.stopped || this.inFlight) return;
     clearTimeout(this.timer);
     this.inFlight = this.touch().finally(() => {
       this.inFlight = undefined;

@@ -54,8 +54,10 @@ export class Scheduler {
   private async fire(): Promise<void> {
     let next = MAX_SLEEP_MS;
     try {
-      const { busy, made } = await this.schedules.fireDueSchedules();
-      for (const job of made) this.log.info({ job: job.id, kind: job.kind, key: job.idempotencyKey }, 'schedule made a job');
+      const { busy, made, failed } = await this.schedules.fireDueSchedules();
+      // Debug: a schedule every few seconds would bury everything else at info; its job's events record it.
+      for (const job of made) this.log.debug({ job: job.id, kind: job.kind, key: job.idempotencyKey }, 'schedule made a job');
+      for (const f of failed) this.log.warn({ schedule: f.name, err: f.error }, 'schedule could not make its job: tick skipped');
       if (busy) next = BUSY_RETRY_MS;
       else {
         const due = await this.schedules.nextScheduleDue();

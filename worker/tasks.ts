@@ -44,9 +44,25 @@ async function importTask(file: string): Promise<{ default?: unknown }> {
   try {
     return (await import(pathToFileURL(file).href)) as { default?: unknown };
   } catch (err) {
-    const reason = String((err as Error).message ?? err).split('\n')[0];
+    const reason = loadFailure(file, err);
     throw new Error(`task file ${file} cannot load (${reason}): ${FIX[path.extname(file)] ?? 'check its syntax'}`, { cause: err });
   }
+}
+
+/**
+ * Why a file did not load, on one line. tsx compiles with esbuild, whose message is a header
+ * ("Transform failed with 1 error:") and then the errors as FILE:LINE:COLUMN: ERROR: TEXT:
+ * those are the part a person needs.
+ */
+function loadFailure(file: string, err: unknown): string {
+  const lines = String((err as Error | undefined)?.message ?? err).split('\n').map((l) => l.trim()).filter(Boolean);
+  if (!/^Transform failed with \d+ errors?:?$/.test(lines[0] ?? '') || lines.length < 2) return lines[0] ?? String(err);
+  // tsx names a .mts/.cts file .ts to esbuild: give the error the file's real name back.
+  const stem = (f: string) => f.replace(/\.[mc]?[jt]s$/, '');
+  return lines
+    .slice(1)
+    .map((l) => l.replace(/^(.+?)(:\d+:\d+: )/, (all, at: string, where: string) => (stem(at) === stem(file) ? `${file}${where}` : all)))
+    .join('; ');
 }
 
 // Node fixes the module system of these two by extension, whatever package.json says.

@@ -23,11 +23,13 @@ import { DEFAULTS } from '../queue/defaults.ts';
 import { ValidationError } from '../queue/errors.ts';
 import type { Logger } from '../queue/log.ts';
 import type { Job } from '../queue/job.ts';
+import type { Lease } from '../queue/queue.ts';
 import { Claimer } from './claimer.ts';
 import { Completions } from './completions.ts';
 import { LeaseLostError, ShutdownError } from './errors.ts';
 import { LeaseKeeper } from './leases.ts';
 import { HeldQueues } from './held-queues.ts';
+import { mayStart } from './may-start.ts';
 import { Maintenance } from './maintenance.ts';
 import { Registry } from './registry.ts';
 import { Scheduler } from './scheduler.ts';
@@ -63,10 +65,9 @@ export interface WorkerOptions {
   /** A buffered job not started after this long goes back to the queue (attempt refunded). */
   claimAheadTtlMs?: number;
   /**
-   * The worker's own connections commit asynchronously (no fsync wait per commit): a claim, renewal or
-   * outcome lost in a database crash only means a re-run, which at-least-once allows. Producers'
-   * enqueues stay durable: they never go through this pool. Measured on the 2-core dev box
-   * (PG 15, 20k no-op jobs, 3 runs each): ~3,300 jobs/s with it, ~2,300 without.
+   * Commit the worker's own writes (claims, renewals, outcomes) without waiting for the WAL flush
+   * (synchronous_commit=off on its pool; default false, HERALD_ASYNC_COMMIT). A database crash can
+   * then undo the last few hundred ms of them: undone outcomes run again. Enqueues never use this pool.
    */
   asyncCommit?: boolean;
   reapEveryMs?: number;
@@ -106,6 +107,7 @@ export class Worker {
   /** Which claim goes first this time: the plain one (0) or the n-th limited queue. */
   private turn = 0;
   private bufferTimer?: NodeJS.Timeout;
+  private heldTimer?: NodeJS.Timeout;
   private stopping?: Promise<void>;
 
   constructor(private readonly opts: WorkerOptions) {
@@ -114,7 +116,7 @@ export class Worker {
     this.queues = opts.queues?.length ? new Set(opts.queues) : undefined;
     // A few connections shared by all slots: one claim, one batch of each outcome and a
     // renewal are in flight at most; progress reports and housekeeping share the rest.
-    const url = opts.asyncCommit ?? true ? withSessionSetting(opts.databaseUrl, 'synchronous_commit', 'off') : opts.databaseUrl;
+    const url = opts.asyncCommit ?? DEFAULTS.asyncCommit ? withSessionSetting(opts.databaseUrl, 'synchronous_commit', 'off') : opts.databaseUrl;
     this.pool = createPool(url, {
       max: Math.min(10, 4 + Math.ceil(opts.concurrency / 16)),
       logger: this.log,
@@ -171,6 +173,8 @@ export class Worker {
       succeeded: (a, result) => this.completions.succeed(outcome(a), result),
       failed: (a, error, final) => this.completions.fail(outcome(a), error, final),
       freed: () => this.claimer.slotFreed(),
+      admit: (jobs) => mayStart(this.work, jobs),
+      refused: (leases) => void this.handBack(leases, 'queue paused or limited, or expireAt passed, while buffered'),
     });
     this.claimer = new Claimer({
       pollMs: opts.pollMs ?? DEFAULTS.pollMs,
@@ -219,9 +223,13 @@ export class Worker {
     // After every (re)connect, one claim covers whatever was announced while we were away.
     this.listener.on('connected', () => {
       this.registry.refresh();
+      // A reaper may have seen our liveness lock missing while we were cut off and shortened
+      // our leases: renewing now keeps our jobs ours (see queue/sql/reap.ts).
+      this.leases.renewNow();
       this.claimer.wake('listener connected');
     });
-    log.info({ queues: queues ?? 'all', concurrency: opts.concurrency, kinds, capabilities }, 'worker starting');
+    // One info line once it runs (below); this one is for tracing a start that hangs.
+    log.debug('worker starting');
     const listening = await this.listener.start();
     await this.registry.start();
     await this.refreshHeld();
@@ -234,8 +242,14 @@ export class Worker {
     this.maintenance.start();
     const ttl = opts.claimAheadTtlMs ?? DEFAULTS.claimAheadTtlMs;
     this.bufferTimer = setInterval(() => void this.returnBuffered(ttl, 'buffered past its TTL'), Math.max(10, ttl / 2));
+    // Without notifications (polling only, or one missed), the settings are re-read every poll
+    // interval while jobs wait in the buffer, so those of a queue paused since go back at once.
+    const pollMs = opts.pollMs ?? DEFAULTS.pollMs;
+    this.heldTimer = setInterval(() => {
+      if (this.slots.buffered > 0 && Date.now() - this.heldReadAt >= pollMs) void this.refreshHeld();
+    }, pollMs);
     if (!listening) this.claimer.wake('start (polling only)');
-    log.info({ listening }, 'worker started');
+    log.info({ listening, queues: queues ?? 'all', concurrency: opts.concurrency, kinds, capabilities }, 'worker started');
   }
 
   private notified(channel: string, payload: string): void {
@@ -250,16 +264,20 @@ export class Worker {
     } else if (channel === CONTROL_CHANNEL && payload === 'schedules') {
       this.scheduler?.changed();
     } else if (channel === CONTROL_CHANNEL && payload === 'queues') {
-      // Settings changed: jobs claimed ahead go back (a queue just paused must not start them
-      // now), and a resumed or newly limited queue may have work for us.
-      void this.returnBuffered(0, 'queue settings changed');
+      // Settings changed: jobs claimed ahead of a queue now paused or limited go back (see
+      // refreshHeld), and a resumed or newly limited queue may have work for us.
       void this.refreshHeld().then(() => this.claimer.wake('queue settings changed'));
     }
   }
 
-  private refreshHeld(): Promise<void> {
+  /** Re-reads the held queues; buffered jobs of those go back (the plain claim took them, unheld then). */
+  private async refreshHeld(): Promise<void> {
     this.heldReadAt = Date.now();
-    return this.held.refresh();
+    await this.held.refresh();
+    if (this.slots.buffered > 0) {
+      const leases = this.slots.takeBuffered(0, (job) => this.held.isHeld(job.queue));
+      await this.handBack(leases, 'queue settings changed');
+    }
   }
 
   /**
@@ -299,8 +317,12 @@ export class Worker {
   }
 
   /** Hands buffered jobs (all, or those older than `olderThanMs`) back to the queue, attempt refunded. */
-  private async returnBuffered(olderThanMs: number, why: string): Promise<void> {
-    const leases = this.slots.takeBuffered(olderThanMs);
+  private returnBuffered(olderThanMs: number, why: string): Promise<void> {
+    return this.handBack(this.slots.takeBuffered(olderThanMs), why);
+  }
+
+  /** Hands jobs that never started back to the queue, attempt refunded. */
+  private async handBack(leases: Lease[], why: string): Promise<void> {
     if (leases.length === 0) return;
     try {
       const lost = await this.work.release(this.id, leases);
@@ -348,6 +370,7 @@ export class Worker {
     log.info({ running: this.slots.running().length, graceMs }, 'worker stopping: no new claims');
     await Promise.all([this.claimer.stop(), this.maintenance.stop(), this.scheduler?.stop()]);
     clearInterval(this.bufferTimer);
+    clearInterval(this.heldTimer);
     // Off the list before the grace period: nothing new comes to this worker.
     await this.registry.stop();
     // Jobs that never started go back at once; only running ones get the grace period.

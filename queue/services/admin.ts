@@ -41,7 +41,7 @@ export class AdminService {
     const { rows } = await this.db.as(actor, (ex) => this.db.run(cancelJob, [id], ex));
     if (rows[0]) return toJob(rows[0]);
     const job = await this.read.mustGet(id);
-    throw new ConflictError(`job ${id} is already ${job.status}; only queued or running jobs can be cancelled`);
+    throw new ConflictError(`job ${id} is already ${job.status}; only queued or running jobs can be cancelled`, 'HERALD_JOB_NOT_CANCELLABLE');
   }
 
   async retry(id: string, actor?: Actor): Promise<Job> {
@@ -49,9 +49,9 @@ export class AdminService {
     if (rows[0]) return toJob(rows[0]);
     const job = await this.read.mustGet(id);
     if (job.status === 'failed' || job.status === 'cancelled') {
-      throw new ConflictError(`job ${id} has used ${MAX_ATTEMPTS_LIMIT} attempts, the most a job may have`);
+      throw new ConflictError(`job ${id} has used ${MAX_ATTEMPTS_LIMIT} attempts, the most a job may have`, 'HERALD_JOB_NOT_RETRYABLE');
     }
-    throw new ConflictError(`job ${id} is ${job.status}; only failed or cancelled jobs can be retried`);
+    throw new ConflictError(`job ${id} is ${job.status}; only failed or cancelled jobs can be retried`, 'HERALD_JOB_NOT_RETRYABLE');
   }
 
   /** How many jobs match the filter (any status). */

@@ -107,10 +107,11 @@ export async function insertJobs(db: Db, ex: Executor, records: EnqueueRecord[])
     if (out[i]) return out[i];
     const key = r.idempotency_key!;
     const job = existing.get(key) ?? batchCreated.get(key);
-    if (!job) return new ConflictError(`idempotency key "${key}" is being used by a job that vanished; try again`);
+    if (!job) return new ConflictError(`idempotency key "${key}" is being used by a job that vanished; try again`, 'HERALD_CONFLICT_IDEMPOTENCY');
     if (job.kind !== r.kind || job.queue !== r.queue || canonical(job.payload) !== canonical(r.payload)) {
       return new ConflictError(
         `idempotency key "${key}" already made job ${job.id} with a different kind, queue or payload; use a new key for a different job`,
+          'HERALD_CONFLICT_IDEMPOTENCY',
       );
     }
     return { job, created: false };

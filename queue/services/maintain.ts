@@ -6,7 +6,7 @@ import type { JobStatus } from '../schema.ts';
 import { deleteFinishedJobs } from '../sql/cleanup.ts';
 import { expireJobs } from '../sql/expire.ts';
 import { lockHistory, pruneHistory, recordDepth, rollupEvents } from '../sql/history.ts';
-import { reapJobs } from '../sql/reap.ts';
+import { markOrphans, reapJobs } from '../sql/reap.ts';
 import { pruneQueueStarts } from '../sql/settings.ts';
 import type { Executor } from '../sql/statement.ts';
 import { pruneDeadWorkers } from '../sql/workers.ts';
@@ -16,10 +16,12 @@ export class MaintainService {
   constructor(private readonly db: Db) {}
 
   /** Requeues (or fails) running jobs whose lease expired or whose owner died. One reaper at a time. */
-  async reap(limit = 1000): Promise<{ requeued: number; failed: number; cancelled: number }> {
+  async reap(limit = 1000): Promise<{ requeued: number; failed: number; cancelled: number; orphans: number }> {
     const { rows } = await this.db.run(reapJobs, [limit]);
     const count = (s: JobStatus) => rows.filter((r) => r.status === s).length;
-    return { requeued: count('queued'), failed: count('failed'), cancelled: count('cancelled') };
+    // Leases of jobs whose owner's liveness lock vanished now run out soon (see sql/reap.ts).
+    const orphans = (await this.db.run(markOrphans, [limit])).rowCount;
+    return { requeued: count('queued'), failed: count('failed'), cancelled: count('cancelled'), orphans };
   }
 
   /** Cancels queued jobs whose expireAt has passed (event 'expired'). Returns how many. */

@@ -4,6 +4,7 @@ import { ConflictError, fromPgError } from '../errors.ts';
 import type { EnqueueRecord } from '../sql/enqueue.ts';
 import type { Db } from './db.ts';
 import { insertJobs, toRecord, type EnqueueInput, type Enqueued } from './insert.ts';
+import { checkProducerKey } from '../schedule-keys.ts';
 
 /** Coalesced enqueue statements in flight at once (see ProduceService.enqueue). */
 const ENQUEUE_FLUSHES = 4;
@@ -33,6 +34,7 @@ export class ProduceService {
     return new Promise((resolve, reject) => {
       let record: EnqueueRecord;
       try {
+        checkProducerKey(input.idempotencyKey);
         record = toRecord(input);
       } catch (err) {
         return reject(err);
@@ -66,6 +68,7 @@ export class ProduceService {
   /** All or nothing: one transaction. Results come back in input order. */
   async enqueueMany(inputs: EnqueueInput[]): Promise<Enqueued[]> {
     if (inputs.length === 0) return [];
+    for (const input of inputs) checkProducerKey(input.idempotencyKey);
     return (await this.insertRecords(inputs.map(toRecord), 'all')) as Enqueued[];
   }
 

@@ -6,11 +6,13 @@ import { NotFoundError, fromPgError } from '../errors.ts';
 import type { Job } from '../job.ts';
 import type { Actor } from '../schema.ts';
 import {
-  deleteSchedule, dueSchedules, listSchedules, lockSchedule, markScheduleRun, nextScheduleDue, putSchedule, schedulerTurn,
+  databaseNow, deleteSchedule, dueSchedules, listSchedules, lockSchedule, markScheduleRun, nextScheduleDue, putSchedule, schedulerTurn,
+  skipScheduleTick,
   type ScheduleRow,
 } from '../sql/schedules.ts';
 import type { Db } from './db.ts';
 import { insertJobs, toRecord, type EnqueueInput } from './insert.ts';
+import { scheduleKey } from '../schedule-keys.ts';
 
 /** The job a schedule makes each tick: an enqueue body without idempotencyKey. */
 type ScheduleJob = Omit<EnqueueInput, 'idempotencyKey'>;
@@ -58,7 +60,9 @@ export class ScheduleService {
     parseCron(input.cron, timezone);
     toRecord(input.job); // the template must make a valid job
     const paused = input.paused ?? false;
-    const next = paused ? null : nextTick(input.cron, timezone, new Date());
+    // The database's clock, as due-ness (next_run_at <= now()) uses: a host clock behind it
+    // would make a tick that is due at once.
+    const next = paused ? null : nextTick(input.cron, timezone, (await this.db.run(databaseNow, [])).rows[0].now);
     try {
       const { rows } = await this.db.run(putSchedule, [name, input.cron, timezone, JSON.stringify(input.job), paused, next]);
       return { schedule: toSchedule(rows[0]), created: rows[0].created };
@@ -93,24 +97,35 @@ export class ScheduleService {
   /**
    * One scheduler turn: makes the job of every due schedule, for its LATEST tick that has come
    * (ticks missed while no scheduler ran are skipped), with the idempotency key
-   * schedule:NAME:TICK_ISO, and moves it to its next tick, all in one transaction. Only one
-   * process takes a turn at a time; `busy` says another one has it now (try again shortly).
+   * schedule:NAME:TICK_ISO, and moves it to its next tick, in one transaction. Each schedule
+   * runs in its own savepoint: one that cannot make its job (`failed`) skips that tick and
+   * never holds the others back. Only one process takes a turn at a time; `busy` says another
+   * one has it now (try again shortly). Ticks are read off the database's clock.
    */
-  async fireDueSchedules(): Promise<{ busy: boolean; made: Job[] }> {
+  async fireDueSchedules(): Promise<{ busy: boolean; made: Job[]; failed: { name: string; error: string }[] }> {
     const { db } = this;
     return db.transaction(async (c) => {
       const turn = (await db.run(schedulerTurn, [], c)).rows[0];
-      if (!turn.ok) return { busy: true, made: [] };
+      if (!turn.ok) return { busy: true, made: [], failed: [] };
       const made: Job[] = [];
+      const failed: { name: string; error: string }[] = [];
       for (const s of (await db.run(dueSchedules, [], c)).rows) {
         const tick = latestTick(s.cron, s.timezone, turn.now) ?? s.next_run_at!;
-        const key = `schedule:${s.name}:${tick.toISOString()}`;
-        const [r] = await insertJobs(db, c, [toRecord({ ...(s.job as unknown as ScheduleJob), idempotencyKey: key })]);
-        if (r instanceof Error) throw r;
-        made.push(r.job);
-        await db.run(markScheduleRun, [s.name, tick, r.job.id, nextTick(s.cron, s.timezone, turn.now)], c);
+        const next = nextTick(s.cron, s.timezone, turn.now);
+        await c.query('SAVEPOINT schedule');
+        try {
+          const [r] = await insertJobs(db, c, [toRecord({ ...(s.job as unknown as ScheduleJob), idempotencyKey: scheduleKey(s.name, tick) })]);
+          if (r instanceof Error) throw r;
+          await db.run(markScheduleRun, [s.name, tick, r.job.id, next], c);
+          await c.query('RELEASE SAVEPOINT schedule');
+          made.push(r.job);
+        } catch (err) {
+          await c.query('ROLLBACK TO SAVEPOINT schedule');
+          await db.run(skipScheduleTick, [s.name, next], c);
+          failed.push({ name: s.name, error: (err as Error).message });
+        }
       }
-      return { busy: false, made };
+      return { busy: false, made, failed };
     });
   }
 

@@ -5,7 +5,7 @@ import { toJob, type Job } from '../job.ts';
 import { claimJobs, nextRunAt } from '../sql/claim.ts';
 import { claimLimited, lockQueueSettings, rateFreeAt } from '../sql/claim-limited.ts';
 import { completeJobs, failJobs, releaseJobs, renewLeases, reportProgress } from '../sql/lease.ts';
-import { heldQueueSettings } from '../sql/settings.ts';
+import { heldQueueSettings, startGate } from '../sql/settings.ts';
 import type { Db } from './db.ts';
 import { toSettings, type QueueSettings } from './settings.ts';
 
@@ -96,6 +96,11 @@ export class WorkService {
   /** The settings of every queue that is paused or limited (the plain claim leaves those alone). */
   async heldQueues(): Promise<(QueueSettings & { queue: string })[]> {
     return (await this.db.run(heldQueueSettings, [])).rows.map(toSettings);
+  }
+
+  /** The held queues and the database's clock, read now: what a claimed-ahead job must pass to start. */
+  async startGate(): Promise<{ held: string[]; now: Date }> {
+    return (await this.db.run(startGate, [])).rows[0];
   }
 
   /** When the next scheduled job for these queues becomes runnable, or null. */

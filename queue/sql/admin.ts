@@ -16,9 +16,12 @@ export const CANCEL = {
 };
 
 // A failed or cancelled job runs again, with at least one attempt left (MAX_ATTEMPTS_LIMIT is the ceiling).
+// A retry is an explicit "run it now": an expireAt already past is cleared (else the job would
+// only expire again at once); one still ahead is kept.
 export const RETRY = {
   set: `status = 'queued', available_at = now(), finished_at = NULL, cancel_requested_at = NULL,
-    result = NULL, progress = NULL, max_attempts = greatest(max_attempts, attempt + 1)`,
+    result = NULL, progress = NULL, max_attempts = greatest(max_attempts, attempt + 1),
+    expire_at = CASE WHEN expire_at <= now() THEN NULL ELSE expire_at END`,
   where: `status IN ('failed', 'cancelled') AND attempt < ${MAX_ATTEMPTS_LIMIT}`,
 };
 

@@ -2,16 +2,18 @@
 // The work is in server/stream/: hub.ts (assembly), tailer.ts (the one database reader),
 // fanout.ts (in-memory distribution), session.ts (one client: replay, hand-over, slow clients).
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { parseCursor } from '../../queue/cursor.ts';
 import type { ServerContext } from '../context.ts';
-import { HttpError } from '../errors.ts';
-import { errors, eventsQuery } from '../schemas.ts';
+import { HeraldError } from '../../queue/errors.ts';
+import { errors } from '../schemas.ts';
+import { eventsHeaders, eventsQuery } from './events.schema.ts';
 
 /** Seconds a client refused for the stream cap waits before it tries again. */
 const STREAMS_RETRY_AFTER_S = 5;
 
 export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  app.get(
+  app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/api/events',
     {
       // The fan-out serialises each event's data once for all clients (fanout.ts): send it as is.
@@ -29,7 +31,7 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
           'A client that falls more than 10,000 events behind is disconnected and resumes with Last-Event-ID. ' +
           'A server with HERALD_MAX_STREAMS streams open answers 503 with Retry-After.',
         querystring: eventsQuery,
-        headers: { type: 'object', properties: { 'last-event-id': { type: 'string', maxLength: 64 } } },
+        headers: eventsHeaders,
         response: {
           200: { description: 'the event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } },
           ...errors(400, 401, 403, 406, 503),
@@ -37,14 +39,14 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
       },
     },
     async (request, reply) => {
-      const q = request.query as { queue?: string; job?: string; lastEventId?: string };
+      const q = request.query;
       // The header wins: EventSource resends it on reconnect while the URL keeps the first ?lastEventId.
-      const raw = (request.headers['last-event-id'] as string | undefined) ?? q.lastEventId;
+      const raw = request.headers['last-event-id'] ?? q.lastEventId;
       const after = raw === undefined || raw.trim() === '' ? null : parseCursor(raw);
       if (ctx.hub.full()) {
         // Each stream holds memory and a socket: past the cap, the client tries again later.
         reply.header('retry-after', String(STREAMS_RETRY_AFTER_S));
-        throw new HttpError(503, 'this server has as many open event streams as it serves (HERALD_MAX_STREAMS); try again shortly');
+        throw new HeraldError('this server has as many open event streams as it serves (HERALD_MAX_STREAMS); try again shortly', 'HERALD_TOO_MANY_STREAMS');
       }
       await ctx.hub.open(reply, { queue: q.queue, jobId: q.job }, after);
     },

@@ -1,16 +1,15 @@
 // Reading and searching jobs (viewer) and changing them (admin: cancel, retry, bulk actions).
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { NotFoundError, ValidationError } from '../../queue/errors.ts';
-import type { JobFilter } from '../../queue/search.ts';
-import type { BulkAction } from '../../queue/defaults.ts';
 import type { ServerContext } from '../context.ts';
-import { bulkBody, bulkResult, errors, idParams, jobEvents, jobEventsQuery, jobPage, jobRef, listQuery } from '../schemas.ts';
+import { errors, Job, Ref } from '../schemas.ts';
+import { bulkBody, bulkResult, idParams, jobEvents, jobEventsQuery, jobPage, listQuery } from './jobs.schema.ts';
 
 const MAX_ID = 2n ** 63n - 1n;
 
 /** The id from the path; one past bigint's range cannot exist, so it is a 404, not a database error. */
-function jobId(params: unknown): string {
-  const { id } = params as { id: string };
+function jobId({ id }: { id: string }): string {
   if (BigInt(id) > MAX_ID) throw new NotFoundError(`job ${id} does not exist`);
   return id;
 }
@@ -18,7 +17,8 @@ function jobId(params: unknown): string {
 const byId = { params: idParams };
 
 export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  app.get(
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  api.get(
     '/api/jobs',
     {
       config: { role: 'viewer' },
@@ -32,19 +32,19 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
           'the page fills, `searched` says how many jobs were looked at and `next` continues below them.',
         querystring: listQuery,
         response: {
-          200: { description: 'a page of jobs', ...jobPage },
+          200: jobPage,
           ...errors(400, 401, 403),
         },
       },
     },
     async (request) => {
-      const q = request.query as JobFilter & { limit: number; before?: string };
+      const q = request.query;
       if (q.before !== undefined && BigInt(q.before) > MAX_ID) q.before = MAX_ID.toString();
       return ctx.queue.list(q);
     },
   );
 
-  app.post(
+  api.post(
     '/api/jobs/bulk',
     {
       config: { role: 'admin' },
@@ -57,11 +57,11 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
           'delete to succeeded, failed and cancelled ones, with their events. Jobs in other statuses count in `matched` and ' +
           'are left alone. The filter must name a queue or a status. Works in transactions of at most 1,000 jobs.',
         body: bulkBody,
-        response: { 200: { description: '{matched} on a dry run, {matched, affected} otherwise', ...bulkResult }, ...errors(400, 401, 403) },
+        response: { 200: bulkResult, ...errors(400, 401, 403) },
       },
     },
     async (request) => {
-      const { action, filter, dryRun } = request.body as { action: BulkAction; filter: JobFilter; dryRun?: boolean };
+      const { action, filter, dryRun } = request.body;
       if (filter.queue === undefined && filter.status === undefined) {
         throw new ValidationError('filter must name a queue or a status: a bulk action over every job is refused');
       }
@@ -72,11 +72,11 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
   );
 
-  app.get(
+  api.get(
     '/api/jobs/:id',
     {
       config: { role: 'viewer' },
-      schema: { ...byId, tags: ['jobs'], operationId: 'getJob', summary: 'One job', response: { 200: jobRef, ...errors(400, 401, 403, 404) } },
+      schema: { ...byId, tags: ['jobs'], operationId: 'getJob', summary: 'One job', response: { 200: Ref(Job), ...errors(400, 401, 403, 404) } },
     },
     async (request) => {
       const id = jobId(request.params);
@@ -86,7 +86,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
   );
 
-  app.get(
+  api.get(
     '/api/jobs/:id/events',
     {
       config: { role: 'viewer' },
@@ -98,14 +98,14 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
         description: 'Page with ?after=<the `next` of the previous page>; `next` is null on the last page.',
         querystring: jobEventsQuery,
         response: {
-          200: { description: "the job's events", ...jobEvents },
+          200: jobEvents,
           ...errors(400, 401, 403, 404),
         },
       },
     },
     async (request) => {
       const id = jobId(request.params);
-      const { after, limit } = request.query as { after?: string; limit?: number };
+      const { after, limit } = request.query;
       // An id past bigint's range: nothing comes after it.
       const page = await ctx.queue.eventPage(id, { after: after && BigInt(after) > MAX_ID ? String(MAX_ID) : after, limit });
       // Every job has at least its 'enqueued' event; none means no such job.
@@ -114,7 +114,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
   );
 
-  app.post(
+  api.post(
     '/api/jobs/:id/cancel',
     {
       config: { role: 'admin' },
@@ -124,13 +124,13 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
         operationId: 'cancelJob',
         summary: 'Cancel a job',
         description: 'A queued job becomes cancelled; a running one gets cancelRequested and its handler is signalled. A finished one: 409.',
-        response: { 200: jobRef, ...errors(400, 401, 403, 404, 409) },
+        response: { 200: Ref(Job), ...errors(400, 401, 403, 404, 409) },
       },
     },
     async (request) => ctx.queue.cancel(jobId(request.params), request.actor),
   );
 
-  app.post(
+  api.post(
     '/api/jobs/:id/retry',
     {
       config: { role: 'admin' },
@@ -140,7 +140,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
         operationId: 'retryJob',
         summary: 'Retry a failed or cancelled job',
         description: 'The job is queued again with at least one more attempt. Any other status: 409.',
-        response: { 200: jobRef, ...errors(400, 401, 403, 404, 409) },
+        response: { 200: Ref(Job), ...errors(400, 401, 403, 404, 409) },
       },
     },
     async (request) => ctx.queue.retry(jobId(request.params), request.actor),

@@ -6,7 +6,7 @@ AS $function$
 BEGIN
   INSERT INTO herald.job_events (job_id, queue, kind, type, status, attempt, worker, data)
   SELECT n.id, n.queue, n.kind, 'enqueued', n.status, n.attempt, NULL,
-         jsonb_build_object('priority', n.priority, 'runAt', herald.iso_utc(n.available_at))
+         jsonb_build_object('priority', n.priority, 'runAt', herald.iso_utc(n.available_at), 'maxAttempts', n.max_attempts)
   FROM new_jobs n
   ORDER BY n.id;
 

@@ -4,6 +4,7 @@ CREATE OR REPLACE FUNCTION herald.queues_after_change()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
+  PERFORM 1 FROM herald.queue_gate WHERE id = 1 FOR UPDATE;
   UPDATE herald.queue_gate
   SET held = coalesce((SELECT array_agg(queue ORDER BY queue) FROM herald.queues
                        WHERE paused OR concurrency IS NOT NULL OR group_concurrency IS NOT NULL
