@@ -192,7 +192,7 @@ function workerSettings(c: HeraldConfig) {
 }
 
 function serverSettings(c: HeraldConfig, opts: ServerCliOptions) {
-  return { host: opts.host ?? c.host, port: opts.port ?? c.port, tokens: c.tokens };
+  return { host: opts.host ?? c.host, port: opts.port ?? c.port, tokens: c.tokens, maxStreams: c.maxStreams };
 }
 
 // Set once the logger exists; until then nothing has been started that would need stopping.

@@ -25,6 +25,12 @@ export type QueueCounts = QueueInfo;
 /** A job event as the API shows it. */
 export type ApiJobEvent = Omit<JobEvent, 'cursor'>;
 
+/** A page of GET /api/jobs/:id/events: `next` is the `after` of the following page, null on the last. */
+export interface JobEventPage {
+  events: ApiJobEvent[];
+  next: string | null;
+}
+
 /** A message of the event stream: the event, and `id`, its opaque cursor. */
 export type StreamEvent = ApiJobEvent & { id: string };
 
@@ -204,9 +210,24 @@ export class HeraldClient {
     return (await this.call<{ buckets: HistoryBucket[] }>('GET', path, undefined, opts)).body.buckets;
   }
 
-  /** A job's events, oldest first. */
+  /** A page of a job's events, oldest first (up to 1000): pass `next` back as `after`; null on the last page. */
+  async jobEventPage(id: string, page: { after?: string; limit?: number } = {}, opts: CallOptions = {}): Promise<JobEventPage> {
+    const q = new URLSearchParams();
+    if (page.after !== undefined) q.set('after', page.after);
+    if (page.limit !== undefined) q.set('limit', String(page.limit));
+    const qs = q.toString();
+    return (await this.call<JobEventPage>('GET', `/api/jobs/${encodeURIComponent(id)}/events${qs ? `?${qs}` : ''}`, undefined, opts)).body;
+  }
+
+  /** All of a job's events, oldest first (page by page). */
   async jobEvents(id: string, opts: CallOptions = {}): Promise<ApiJobEvent[]> {
-    return (await this.call<{ events: ApiJobEvent[] }>('GET', `/api/jobs/${encodeURIComponent(id)}/events`, undefined, opts)).body.events;
+    const all: ApiJobEvent[] = [];
+    for (let after: string | null | undefined; after !== null; ) {
+      const page = await this.jobEventPage(id, after === undefined ? {} : { after }, opts);
+      all.push(...page.events);
+      after = page.next;
+    }
+    return all;
   }
 
   async cancel(id: string, opts: CallOptions = {}): Promise<Job> {

@@ -49,6 +49,7 @@ export interface HeraldConfig {
   retentionMs: number;
   shutdownGraceMs: number;
   asyncCommit: boolean;
+  maxStreams: number;
 }
 
 export function loadConfig(): HeraldConfig {
@@ -71,5 +72,6 @@ export function loadConfig(): HeraldConfig {
     retentionMs: int('HERALD_RETENTION_MS', DEFAULTS.retentionMs, 0),
     shutdownGraceMs: int('HERALD_SHUTDOWN_GRACE_MS', DEFAULTS.shutdownGraceMs, 0),
     asyncCommit: bool('HERALD_ASYNC_COMMIT', DEFAULTS.asyncCommit),
+    maxStreams: int('HERALD_MAX_STREAMS', DEFAULTS.maxStreams, 1),
   };
 }

@@ -27,6 +27,8 @@ export const DEFAULTS = {
   shutdownGraceMs: 30_000,
   /** Jobs per page of a listing (GET /api/jobs, ReadService.list). */
   listLimit: 50,
+  /** Events per page of a job's timeline (GET /api/jobs/:id/events; also its most). */
+  eventsLimit: 1_000,
   /** Jobs a search (group, tag, payload, error, time range) looks at per page, newest first. */
   searchWindow: 100_000,
   /** Jobs per transaction of a bulk action, so the stream and vacuum never wait on a long one. */
@@ -37,6 +39,8 @@ export const DEFAULTS = {
   historyRange: '1h',
   /** How long queue history is kept. */
   historyRetentionMs: 30 * 24 * HOUR_MS,
+  /** A job's progress is written at most once per this many ms (4 a second); the last value always is. */
+  progressEveryMs: 250,
   /** Concurrent jobs per worker process. */
   concurrency: 10,
   /** Largest claim a worker makes, whatever its free slots. */
@@ -48,6 +52,8 @@ export const DEFAULTS = {
   claimAheadMs: 50,
   /** A buffered job not started after this long goes back to the queue. */
   claimAheadTtlMs: 5_000,
+  /** Open SSE streams one server serves (HERALD_MAX_STREAMS); past it a new one gets 503 with Retry-After. */
+  maxStreams: 10_000,
   host: '127.0.0.1',
   port: 3000,
   dataDir: '.herald',

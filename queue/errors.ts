@@ -22,6 +22,7 @@ export const ERROR_CODES = {
   HERALD_BODY_TOO_LARGE: { status: 413, meaning: 'the body is over 1 MiB' },
   HERALD_UNSUPPORTED_MEDIA_TYPE: { status: 415, meaning: 'the body is not sent as application/json' },
   HERALD_INTERNAL: { status: 500, meaning: 'a fault in the server; its log has the details under the request id' },
+  HERALD_TOO_MANY_STREAMS: { status: 503, meaning: 'the server has HERALD_MAX_STREAMS event streams open; try again after Retry-After seconds' },
   HERALD_DATABASE_UNAVAILABLE: { status: 503, meaning: 'the database is unreachable; try again shortly' },
 } as const satisfies Record<`HERALD_${string}`, { status: number; meaning: string }>;
 

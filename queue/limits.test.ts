@@ -5,6 +5,8 @@ import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
 import type { Queue } from './queue.ts';
 import { claimJobs } from './sql/claim.ts';
+import { enqueueJobs } from './sql/enqueue.ts';
+import { toRecord } from './services/insert.ts';
 
 let db: TestDatabase;
 let q: Queue;
@@ -197,6 +199,41 @@ describe('waitingFor', () => {
       expect(await q.pruneWorkers()).toEqual([W]);
     } finally {
       await holder.end();
+    }
+  });
+  it('counts each limit once per queue, not once per returned row (enqueue replies included)', async () => {
+    await q.patchQueue('rated', { rateLimit: { count: 5, periodMs: 60_000 } });
+    await q.patchQueue('conc', { concurrency: 1, groupConcurrency: 1 });
+    await db.pool.query(`INSERT INTO herald.queue_starts (queue, at) SELECT 'rated', now() FROM generate_series(1, 5)`);
+    const [busy] = await q.enqueueMany([{ kind: 'k', queue: 'conc', group: 'g1' }]);
+    expect((await q.claimLimited('conc', { worker: W, limit: 1 })).jobs.map((j) => j.id)).toEqual([busy.job.id]);
+    await q.patchQueue('conc', { concurrency: 2 });
+    const records = Array.from({ length: 1000 }, (_, i) =>
+      i % 2 ? { kind: 'k', queue: 'rated' } : { kind: 'k', queue: 'conc', group: i % 4 ? 'g2' : 'g1' },
+    );
+    // One transaction, so pg_stat_xact_user_tables counts the scans of this statement alone.
+    const c = await db.pool.connect();
+    try {
+      await c.query('BEGIN');
+      const { rows } = await c.query(enqueueJobs.text, [JSON.stringify(records.map(toRecord))]);
+      const { rows: scans } = await c.query<{ relname: string; scans: string }>(
+        `SELECT relname, (coalesce(seq_scan, 0) + coalesce(idx_scan, 0))::text AS scans
+         FROM pg_stat_xact_user_tables WHERE schemaname = 'herald' AND relname IN ('jobs', 'queue_starts')`,
+      );
+      await c.query('COMMIT');
+      const reasons = new Map<string, number>();
+      for (const r of rows as { queue: string; group: string | null; waiting_for: string | null }[]) {
+        const key = `${r.queue}/${r.group}/${r.waiting_for}`;
+        reasons.set(key, (reasons.get(key) ?? 0) + 1);
+      }
+      // rated: the window is full; conc: 1 of 2 slots taken, but g1's one slot is.
+      expect(Object.fromEntries(reasons)).toEqual({ 'rated/null/rate_limit': 500, 'conc/g1/group_concurrency': 250, 'conc/g2/null': 250 });
+      const byTable = Object.fromEntries(scans.map((s) => [s.relname, Number(s.scans)]));
+      // A few scans per statement, whatever the batch: counted per row, this was 501 and 1,016.
+      expect(byTable.queue_starts).toBeLessThanOrEqual(2);
+      expect(byTable.jobs).toBeLessThanOrEqual(50);
+    } finally {
+      c.release();
     }
   });
 });

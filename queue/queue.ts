@@ -134,6 +134,7 @@ export class Queue {
   list(q?: JobFilter & ListOptions) { return this.reading.list(q); }
   counts(queue?: string) { return this.reading.counts(queue); }
   events(jobId: string) { return this.reading.events(jobId); }
+  eventPage(jobId: string, opts?: { after?: string; limit?: number }) { return this.reading.eventPage(jobId, opts); }
   history(queue: string, range: HistoryRange, now?: number) { return this.reading.history(queue, range, now); }
   workers() { return this.reading.workers(); }
   tableStats() { return this.reading.tableStats(); }
@@ -148,4 +149,5 @@ export class Queue {
   heldBack(after: Cursor) { return this.feeding.heldBack(after); }
   feedHolder(after: Cursor) { return this.feeding.feedHolder(after); }
   head() { return this.feeding.head(); }
+  retentionHorizon() { return this.feeding.retentionHorizon(); }
 }

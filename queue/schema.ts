@@ -37,6 +37,8 @@ export const EVENT_TYPES = [
   'released',
   'retried',
   'expired',
+  // A bulk delete removed the job (its row is gone; this event stays, so live views drop it).
+  'deleted',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 export const eventType = herald.enum('event_type', EVENT_TYPES);
@@ -313,3 +315,26 @@ export const statsCursor = herald.table('stats_cursor', {
   tx: xid8('tx').notNull().default(sql`'0'::xid8`),
   eventId: bigint('event_id', { mode: 'bigint' }).notNull().default(sql`0`),
 });
+
+// Where retention stopped removing events: the highest (tx, id) it deleted. A stream resumed from
+// a cursor below it may have missed removed events, so it starts with `event: reset`.
+export const retentionHorizon = herald.table(
+  'retention_horizon',
+  {
+    id: smallint('id').primaryKey().default(1),
+    tx: xid8('tx').notNull().default(sql`'0'::xid8`),
+    eventId: bigint('event_id', { mode: 'bigint' }).notNull().default(sql`0`),
+  },
+  (t) => [check('retention_horizon_one_row', sql`${t.id} = 1`)],
+);
+
+// Jobs a bulk delete removed, until retention removes their events too (their history stays
+// until then, so queue history and resuming streams still see every event).
+export const deletedJobs = herald.table(
+  'deleted_jobs',
+  {
+    jobId: bigint('job_id', { mode: 'bigint' }).primaryKey(),
+    deletedAt: tstz('deleted_at').notNull().defaultNow(),
+  },
+  (t) => [index('deleted_jobs_at').on(t.deletedAt)],
+);

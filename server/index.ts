@@ -30,6 +30,8 @@ export interface ServerOptions {
   busyGapMs?: number;
   /** SSE socket writes per second before they are coalesced (default 20,000; 0 = never coalesce). */
   sseWriteBudget?: number;
+  /** Most open SSE streams (HERALD_MAX_STREAMS); past it 503 with Retry-After. */
+  maxStreams?: number;
   /** Slow-client bounds per SSE connection. */
   streamLimits?: Partial<SessionLimits>;
   boardDir?: string;
@@ -64,6 +66,7 @@ export async function createServer(opts: ServerOptions): Promise<HeraldServer> {
       busyGapMs: opts.busyGapMs,
       writeBudget: opts.sseWriteBudget,
       limits: opts.streamLimits,
+      maxStreams: opts.maxStreams,
     });
   } catch (err) {
     await pool.end();

@@ -105,6 +105,7 @@ const cases: { code: ErrorCode; what: string; request: () => Promise<InjectOptio
 const ELSEWHERE: Partial<Record<ErrorCode, string>> = {
   HERALD_INTERNAL: 'below: a statement on a table that is gone',
   HERALD_DATABASE_UNAVAILABLE: 'test/server-health.test.ts: the database goes away behind a proxy',
+  HERALD_TOO_MANY_STREAMS: 'below: its own server with room for one stream',
   HERALD_MISDIRECTED: 'test/server-safer-defaults.test.ts: auth off, a Host that is not loopback',
   HERALD_CROSS_SITE: 'test/server-safer-defaults.test.ts: auth off, a write from a foreign Origin',
 };
@@ -123,6 +124,23 @@ describe('every code is one a request can get', () => {
   it('covers every code of the table', () => {
     const covered = new Set([...cases.map((c) => c.code), ...Object.keys(ELSEWHERE)]);
     expect(Object.keys(ERROR_CODES).filter((code) => !covered.has(code))).toEqual([]);
+  });
+
+  it('HERALD_TOO_MANY_STREAMS: a stream past HERALD_MAX_STREAMS', async () => {
+    // Its own listening server with room for one stream, which a real SSE client holds open.
+    const capped = await testServer({ db: s.db, listen: true, maxStreams: 1 });
+    const held = new AbortController();
+    try {
+      const open = (signal?: AbortSignal) => fetch(`${capped.url}/api/events`, { headers: { accept: 'text/event-stream' }, signal });
+      expect((await open(held.signal)).status).toBe(200);
+      const refused = await open();
+      const body = await refused.text();
+      expectError({ statusCode: refused.status, body, json: () => JSON.parse(body) }, 'HERALD_TOO_MANY_STREAMS', /HERALD_MAX_STREAMS/);
+      expect(refused.headers.get('retry-after')).toBe('5');
+    } finally {
+      held.abort();
+      await capped.stop();
+    }
   });
 
   it('addresses a queue whose name has the longest length allowed', async () => {

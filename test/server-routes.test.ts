@@ -226,6 +226,40 @@ describe('reading jobs', () => {
     await rejected(await get('/api/jobs/-1/events'), 'HERALD_VALIDATION', /^id must be a job id/);
     await rejected(await get('/api/jobs/99999999999999999999999'), 'HERALD_VALIDATION', /^id must be a job id/);
   });
+
+  it("pages a job's events: ?after=EVENTID&limit (1..1000, default 1000) -> {events, next}, oldest first", async () => {
+    const { id } = (await post('/api/jobs', { kind: 'k' })).json();
+    // 2,500 more events of the job (a long history, as a handler reporting per item would make).
+    await s.db.pool.query(
+      `INSERT INTO herald.job_events (job_id, queue, kind, type, status, attempt, data)
+       SELECT $1, 'default', 'k', 'progress', 'queued', 0, jsonb_build_object('n', n) FROM generate_series(1, 2500) n`,
+      [id],
+    );
+    const seen: string[] = [];
+    const sizes: number[] = [];
+    let url = `/api/jobs/${id}/events`;
+    for (;;) {
+      const res = await get(url);
+      expect(res.statusCode, res.body).toBe(200);
+      const { events, next } = res.json();
+      sizes.push(events.length);
+      seen.push(...events.map((e: { eventId: string }) => e.eventId));
+      if (next === null) break;
+      expect(next).toBe(events.at(-1).eventId);
+      url = `/api/jobs/${id}/events?after=${next}`;
+    }
+    expect(sizes).toEqual([1000, 1000, 501]);
+    expect(seen.map(Number)).toEqual([...seen.map(Number)].sort((a, b) => a - b));
+    expect(new Set(seen).size).toBe(2501);
+    const small = (await get(`/api/jobs/${id}/events?limit=2&after=${seen[0]}`)).json();
+    expect(small).toEqual({ events: [expect.objectContaining({ eventId: seen[1] }), expect.objectContaining({ eventId: seen[2] })], next: seen[2] });
+    expect((await get(`/api/jobs/${id}/events?after=${seen.at(-1)}`)).json()).toEqual({ events: [], next: null });
+    expect((await get(`/api/jobs/${id}/events?after=9999999999999999999`)).json()).toEqual({ events: [], next: null });
+    await rejected(await get(`/api/jobs/${id}/events?limit=0`), 'HERALD_VALIDATION', /^limit must be an integer from 1 to 500 \(to 1000 for a job's events\)/);
+    await rejected(await get(`/api/jobs/${id}/events?limit=1001`), 'HERALD_VALIDATION', /^limit must be an integer from 1 to 500 \(to 1000 for a job's events\)/);
+    await rejected(await get(`/api/jobs/${id}/events?after=x`), 'HERALD_VALIDATION', /^after must be an event id \(digits\)/);
+    await rejected(await get(`/api/jobs/${id}/events?before=1`), 'HERALD_VALIDATION', /query parameter "before" is not allowed/);
+  });
 });
 
 describe('cancel and retry', () => {

@@ -204,16 +204,22 @@ describe('POST /api/jobs/bulk', () => {
     ]);
   });
 
-  it('delete removes finished jobs and their events, and nothing else', async () => {
+  it('delete removes finished jobs, each leaving one deleted event, and nothing else', async () => {
     await jobsIn('billing', statuses);
     await jobsIn('other', ['succeeded']);
-    const before = (await s.db.pool.query(`SELECT count(*)::int AS n FROM herald.job_events WHERE job_id IN (1, 2, 6)`)).rows[0].n;
+    const before = (await s.db.pool.query(`SELECT count(*)::int AS n FROM herald.job_events`)).rows[0].n;
     const res = await bulk({ action: 'delete', filter: { queue: 'billing' } });
     expect(res.json()).toEqual({ matched: 5, affected: 3 });
     expect(await statusOf()).toEqual({ 1: 'queued', 2: 'running', 6: 'succeeded' });
-    const { rows } = await s.db.pool.query(`SELECT DISTINCT job_id::int AS id FROM herald.job_events ORDER BY 1`);
-    expect(rows.map((r) => r.id)).toEqual([1, 2, 6]);
-    expect((await s.db.pool.query(`SELECT count(*)::int AS n FROM herald.job_events`)).rows[0].n).toBe(before);
+    // The deleted jobs' events stay (history, resuming streams), plus one 'deleted' each, signed.
+    const { rows } = await s.db.pool.query(`SELECT job_id::int AS id, status, data FROM herald.job_events WHERE type = 'deleted' ORDER BY 1`);
+    expect(rows).toEqual([
+      { id: 3, status: 'succeeded', data: { by: expect.any(Object) } },
+      { id: 4, status: 'failed', data: { by: expect.any(Object) } },
+      { id: 5, status: 'cancelled', data: { by: expect.any(Object) } },
+    ]);
+    expect((await s.db.pool.query(`SELECT count(*)::int AS n FROM herald.job_events`)).rows[0].n).toBe(before + 3);
+    expect((await s.db.pool.query(`SELECT job_id::int AS id FROM herald.deleted_jobs ORDER BY 1`)).rows.map((r) => r.id)).toEqual([3, 4, 5]);
   });
 
   it('applies every filter, payload as an object or as a JSON string, across batches', async () => {

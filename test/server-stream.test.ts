@@ -231,6 +231,80 @@ describe('live stream', () => {
   });
 });
 
+describe('deleted history', () => {
+  it('a bulk delete writes one deleted event per job and keeps the history; a resume from before what retention removed starts with a reset', async () => {
+    const queue = 'gone';
+    const [a, b] = await db.queue.enqueueMany([{ kind: 'k', queue }, { kind: 'k', queue }]);
+    await db.queue.cancel(a.job.id);
+    await db.queue.cancel(b.job.id);
+    const before = await openStream(`${s.url}/api/events?lastEventId=0&queue=${queue}`);
+    await until(() => before.messages.length === 4);
+    const cursorBefore = before.messages.at(-1)!.id;
+    await before.close();
+    expect(await db.queue.bulk('delete', { queue })).toMatchObject({ matched: 2, affected: 2 });
+    // Every event stays, plus one 'deleted' per job.
+    const types = (await rows('queue = $1', [queue])).map((r) => `${r.job_id}:${r.type}`).sort();
+    expect(types).toEqual([`${a.job.id}:cancelled`, `${a.job.id}:deleted`, `${a.job.id}:enqueued`, `${b.job.id}:cancelled`, `${b.job.id}:deleted`, `${b.job.id}:enqueued`].sort());
+    // Queue history still counts both jobs, whenever the rollup runs. (The server's own rollup may
+    // hold its lock, or an open transaction keep the events above the horizon: roll up until done.)
+    const enqueuedInHistory = async () => {
+      await db.queue.rollupHistory();
+      const { rows: stats } = await db.pool.query('SELECT sum(enqueued)::int AS n FROM herald.queue_stats WHERE queue = $1', [queue]);
+      return stats[0].n as number | null;
+    };
+    await until(async () => (await enqueuedInHistory()) !== null);
+    expect(await enqueuedInHistory()).toBe(2);
+    // A client resuming after the delete sees both jobs go.
+    const resumed = await openStream(`${s.url}/api/events?queue=${queue}`, { 'last-event-id': cursorBefore! });
+    await until(() => resumed.messages.length === 2);
+    expect(resumed.messages.map((m) => [m.event, m.json?.type, m.json?.jobId])).toEqual([['job', 'deleted', a.job.id], ['job', 'deleted', b.job.id]]);
+    const after = resumed.messages.at(-1)!.id!;
+    await resumed.close();
+    // Retention removes the deleted jobs' events: a resume from before that starts with a reset.
+    await db.queue.cleanup(0);
+    expect(await rows('queue = $1', [queue])).toEqual([]);
+    const stale = await openStream(`${s.url}/api/events?queue=${queue}`, { 'last-event-id': cursorBefore! });
+    await until(() => stale.messages.length >= 1);
+    expect(stale.messages[0]).toMatchObject({ event: 'reset' });
+    await stale.close();
+    // From at or past the horizon: no reset.
+    const fresh = await openStream(`${s.url}/api/events?queue=${queue}`, { 'last-event-id': after });
+    const { id } = await db.queue.enqueue({ kind: 'k', queue }).then((r) => r.job);
+    await until(() => fresh.messages.some((m) => m.json?.jobId === id));
+    expect(fresh.messages.map((m) => m.event)).toEqual(['job']);
+    await fresh.close();
+  });
+});
+
+describe('stream cap', () => {
+  it('past HERALD_MAX_STREAMS open streams a new one gets 503 with Retry-After; a closed one frees its place', async () => {
+    const capped = await testServer({ db, listen: true, maxStreams: 2 });
+    const open = (signal?: AbortSignal) => fetch(`${capped.url}/api/events`, { headers: { accept: 'text/event-stream' }, signal });
+    const first = new AbortController();
+    try {
+      const streams = [await open(first.signal), await open()];
+      expect(streams.map((r) => r.status)).toEqual([200, 200]);
+      const refused = await open();
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('5');
+      expect(await refused.json()).toEqual({
+        statusCode: 503,
+        error: 'Service Unavailable',
+        message: expect.stringMatching(/HERALD_MAX_STREAMS/),
+        code: 'HERALD_TOO_MANY_STREAMS',
+      });
+      first.abort();
+      await until(() => capped.hub.sessions.size < 2);
+      const again = await open();
+      expect(again.status).toBe(200);
+      await again.body?.cancel();
+      await streams[1].body?.cancel();
+    } finally {
+      await capped.stop();
+    }
+  });
+});
+
 describe('resume under load', () => {
   it('delivers every event exactly once, in order, across 60 dropped connections while workers run', async () => {
     const stream = client.events({ lastEventId: '0' });

@@ -30,11 +30,13 @@
 // Outcomes not yet written count against claiming too (backpressure): when the database writes
 // outcomes slower than handlers produce them, the worker claims less instead of piling up
 // finished jobs whose leases it must keep renewing.
+import { DEFAULTS } from '../queue/defaults.ts';
 import type { Job } from '../queue/job.ts';
 import type { Lease } from '../queue/queue.ts';
 import type { Logger } from '../queue/log.ts';
 import { JobCancelledError, JobTimeoutError, UnknownKindError } from './errors.ts';
 import { endProcess, inSpan, startProcess } from './tracing.ts';
+import { ProgressCoalescer } from './progress.ts';
 import { Pace } from './pace.ts';
 import type { Task, TaskContext } from './tasks.ts';
 
@@ -54,6 +56,8 @@ export interface ActiveJob {
   claimedAt: number;
   /** Set when the timeout recorded the outcome: what the handler returns later is ignored. */
   timedOut?: boolean;
+  /** Its progress reports, coalesced (made when the handler first runs). */
+  progress?: ProgressCoalescer;
 }
 
 export interface SlotsOptions {
@@ -66,6 +70,8 @@ export interface SlotsOptions {
   tasks: ReadonlyMap<string, Task>;
   logger: Logger;
   progress(a: ActiveJob, percent: number, message?: string): Promise<void>;
+  /** Most one progress write per this many ms per job (DEFAULTS.progressEveryMs). */
+  progressEveryMs?: number;
   succeeded(a: ActiveJob, result: unknown): void;
   failed(a: ActiveJob, error: unknown, final: boolean): void;
   /** A handler returned or an outcome was written: there may be room to claim. */
@@ -167,6 +173,8 @@ export class Slots {
       value = err;
     }
     clearTimeout(timer);
+    // The last progress value lands before the outcome (and no timer outlives the handler).
+    await a.progress?.flush();
     this.busy--;
     this.pace.tick();
     const { signal } = a.controller;
@@ -270,10 +278,14 @@ export class Slots {
   private context(a: ActiveJob): TaskContext {
     const parent = this.opts.logger;
     let log: Logger | undefined;
+    const progress = (a.progress = new ProgressCoalescer(
+      (percent, message) => this.opts.progress(a, percent, message),
+      this.opts.progressEveryMs ?? DEFAULTS.progressEveryMs,
+    ));
     return {
       job: a.job,
       signal: a.controller.signal,
-      progress: (percent, message) => this.opts.progress(a, percent, message),
+      progress: (percent, message) => progress.report(percent, message),
       // A pino child costs a few microseconds: made only for handlers that log.
       get log() {
         return (log ??= parent.child({ job: a.job.id, kind: a.job.kind, attempt: a.job.attempt }));

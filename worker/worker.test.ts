@@ -52,6 +52,27 @@ describe('handlers', () => {
     });
   });
 
+  it('coalesce progress: 10,000 reports write a few events, and the last value is the one stored', async () => {
+    const N = 10_000;
+    const task = async (_p: unknown, ctx: TaskContext) => {
+      for (let i = 1; i <= N; i++) await ctx.progress((i / N) * 100, `item ${i}`);
+      return 'done';
+    };
+    await withWorker({ tasks: { items: task } }, async (_w, queue) => {
+      const { job } = await db.queue.enqueue({ kind: 'items', queue });
+      const done = await finished(job.id);
+      expect(done).toMatchObject({ status: 'succeeded', progress: { percent: 100, message: `item ${N}` } });
+      const events = await db.queue.events(job.id);
+      const progress = events.filter((e) => e.type === 'progress');
+      // At most 4 a second: the first report, then the newest value per tick and the last one
+      // (uncoalesced, every report was an event: 10,000).
+      expect(progress.length).toBeGreaterThanOrEqual(2);
+      expect(progress.length).toBeLessThan(100);
+      expect(progress.at(-1)!.data).toMatchObject({ percent: 100, message: `item ${N}` });
+      expect(events.at(-1)!.type).toBe('succeeded');
+    });
+  });
+
   it('fail the attempt when the result is not JSON, or progress is out of range', async () => {
     const tasks = { big: async () => ({ n: 10n }), over: async (_p: unknown, ctx: TaskContext) => ctx.progress(150) };
     await withWorker({ tasks }, async (_w, queue) => {

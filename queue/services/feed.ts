@@ -3,6 +3,7 @@
 // process that streams events carries it.
 import { START, type Cursor } from '../cursor.ts';
 import { toEvent, type JobEvent } from '../job.ts';
+import { readRetentionHorizon } from '../sql/cleanup.ts';
 import { feedHead, readFeed, readFeedThrough } from '../sql/feed.ts';
 import { feedHeldBack, feedHolder } from '../sql/feed-backlog.ts';
 import { otherDatabaseXids } from '../sql/horizon.ts';
@@ -82,6 +83,11 @@ export class FeedService {
   }
 
   /** The newest feed position: where a live-only stream starts. */
+  /** The highest position retention removed: a cursor below it may have missed events. */
+  async retentionHorizon(): Promise<Cursor> {
+    return (await this.db.run(readRetentionHorizon, [])).rows[0] ?? START;
+  }
+
   async head(): Promise<Cursor> {
     const { rows } = await this.db.run(feedHead, []);
     return rows[0] ? { tx: rows[0].tx, id: rows[0].id } : START;

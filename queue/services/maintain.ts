@@ -39,13 +39,16 @@ export class MaintainService {
     return (await this.db.run(pruneDeadWorkers, [])).rows.map((r) => r.id);
   }
 
-  /** Deletes finished jobs older than `olderThanMs`, with their events, in batches. Returns the count. */
+  /**
+   * Deletes finished jobs older than `olderThanMs` with their events, and the events of jobs a
+   * bulk delete removed that long ago, in batches. Returns the count of finished jobs deleted.
+   */
   async cleanup(olderThanMs: number, batchSize = 1000): Promise<number> {
     let total = 0;
     for (;;) {
-      const { rowCount } = await this.db.run(deleteFinishedJobs, [olderThanMs, batchSize]);
-      total += rowCount;
-      if (rowCount < batchSize) return total;
+      const { jobs, gone } = (await this.db.run(deleteFinishedJobs, [olderThanMs, batchSize])).rows[0];
+      total += jobs;
+      if (jobs < batchSize && gone < batchSize) return total;
     }
   }
 

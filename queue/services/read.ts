@@ -36,6 +36,12 @@ export interface JobPage {
   searched?: number;
 }
 
+export interface EventPage {
+  events: JobEvent[];
+  /** Pass back as `after` for the next page; null on the last one. */
+  next: string | null;
+}
+
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
 export class ReadService {
@@ -84,8 +90,23 @@ export class ReadService {
     }));
   }
 
+  /** A page of a job's events, oldest first, after event id `after`; `next` continues it (null: none left). */
+  async eventPage(jobId: string, opts: { after?: string; limit?: number } = {}): Promise<EventPage> {
+    const limit = opts.limit ?? DEFAULTS.eventsLimit;
+    const { rows } = await this.db.run(jobEvents, [jobId, opts.after ?? null, limit + 1]);
+    const events = rows.slice(0, limit).map(toEvent);
+    return { events, next: rows.length > limit ? events[events.length - 1].eventId : null };
+  }
+
+  /** All of a job's events, oldest first (page by page). */
   async events(jobId: string): Promise<JobEvent[]> {
-    return (await this.db.run(jobEvents, [jobId])).rows.map(toEvent);
+    const all: JobEvent[] = [];
+    for (let after: string | null | undefined; after !== null; ) {
+      const page = await this.eventPage(jobId, { after });
+      all.push(...page.events);
+      after = page.next;
+    }
+    return all;
   }
 
   /** A queue's history over the range, in its buckets, oldest first. */

@@ -124,7 +124,7 @@ export class WorkService {
 
   /** Reports progress (0..100). Returns false when the lease was lost. */
   async progress(worker: string, lease: Lease, percent: number, message: string | null = null): Promise<{ held: boolean; cancelRequested: boolean }> {
-    if (!Number.isFinite(percent) || percent < 0 || percent > 100) throw new ValidationError('progress percent must be a number from 0 to 100');
+    checkPercent(percent);
     const { rows } = await this.db.run(reportProgress, [lease.id, lease.attempt, worker, percent, message, this.db.leaseMs]);
     return { held: rows.length === 1, cancelRequested: rows[0]?.cancel_requested ?? false };
   }
@@ -162,4 +162,9 @@ export class WorkService {
     const { rows } = await this.db.run(releaseJobs, [leases.map((l) => l.id), leases.map((l) => l.attempt), worker]);
     return lost(leases, rows);
   }
+}
+
+/** A progress report's percent is 0..100 (the database's check says the same). */
+export function checkPercent(percent: number): void {
+  if (!Number.isFinite(percent) || percent < 0 || percent > 100) throw new ValidationError('progress percent must be a number from 0 to 100');
 }

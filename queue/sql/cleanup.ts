@@ -1,8 +1,11 @@
 import { statement } from './statement.ts';
 
-// Retention: finished jobs older than $1 ms go, with their events, at most $2 per call so a
-// big backlog is deleted in short transactions that never block the queue for long.
-export const deleteFinishedJobs = statement<[olderThanMs: number, limit: number], { id: string }>(
+// Retention: finished jobs older than $1 ms go, with their events, and so do the events of jobs
+// a bulk delete removed that long ago; at most $2 jobs of each per call, so a big backlog is
+// deleted in short transactions that never block the queue for long. The highest (tx, id) it
+// removes moves the retention horizon up: a stream resumed from below it starts with a reset.
+// `jobs` counts the finished jobs deleted, `gone` the bulk-deleted jobs whose events went.
+export const deleteFinishedJobs = statement<[olderThanMs: number, limit: number], { jobs: number; gone: number }>(
   'cleanup',
   `
 WITH doomed AS (
@@ -13,9 +16,34 @@ WITH doomed AS (
   LIMIT $2
   FOR UPDATE SKIP LOCKED
 ),
+gone AS (
+  SELECT job_id FROM herald.deleted_jobs
+  WHERE deleted_at < now() - make_interval(secs => $1::float8 / 1000)
+  ORDER BY deleted_at
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED
+),
 events AS (
-  DELETE FROM herald.job_events e USING doomed d WHERE e.job_id = d.id
+  DELETE FROM herald.job_events e
+  WHERE e.job_id IN (SELECT id FROM doomed UNION ALL SELECT job_id FROM gone)
+  RETURNING e.tx, e.id
+),
+horizon AS (
+  UPDATE herald.retention_horizon h SET tx = m.tx, event_id = m.id
+  FROM (SELECT tx, id FROM events ORDER BY tx DESC, id DESC LIMIT 1) m
+  WHERE h.id = 1 AND (m.tx, m.id) > (h.tx, h.event_id)
+),
+unmarked AS (
+  DELETE FROM herald.deleted_jobs g USING gone WHERE g.job_id = gone.job_id RETURNING 1
+),
+deleted AS (
+  DELETE FROM herald.jobs j USING doomed d WHERE j.id = d.id RETURNING 1
 )
-DELETE FROM herald.jobs j USING doomed d WHERE j.id = d.id
-RETURNING j.id`,
+SELECT (SELECT count(*) FROM deleted)::int AS jobs, (SELECT count(*) FROM unmarked)::int AS gone`,
+);
+
+/** The retention horizon: the highest event position retention has removed ('0', '0' when none). */
+export const readRetentionHorizon = statement<[], { tx: string; id: string }>(
+  'retention_horizon',
+  `SELECT tx::text AS tx, event_id::text AS id FROM herald.retention_horizon WHERE id = 1`,
 );

@@ -55,8 +55,14 @@ ORDER BY e.tx DESC, e.id DESC
 LIMIT 1`,
 );
 
-/** A job's own events, oldest first. */
-export const jobEvents = statement<[jobId: string], EventRow>(
+/**
+ * A page of a job's own events, oldest first: ids above $2 (null: from the start), $3 of them.
+ * One job's writes take turns on its row lock, so its events' ids follow their commit order.
+ */
+export const jobEvents = statement<[jobId: string, after: string | null, limit: number], EventRow>(
   'job_events',
-  `SELECT ${EVENT_COLUMNS} FROM herald.job_events e WHERE e.job_id = $1 ORDER BY e.tx, e.id`,
+  `SELECT ${EVENT_COLUMNS} FROM herald.job_events e
+WHERE e.job_id = $1 AND ($2::bigint IS NULL OR e.id > $2)
+ORDER BY e.id
+LIMIT $3`,
 );

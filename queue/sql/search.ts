@@ -113,13 +113,19 @@ SELECT (SELECT count(*) FROM batch)::int AS matched,
 export const bulkStatements = {
   retry: bulkBatch('bulk_retry', `UPDATE herald.jobs SET ${RETRY.set} FROM batch b WHERE herald.jobs.id = b.id AND ${RETRY.where} RETURNING 1`),
   cancel: bulkBatch('bulk_cancel', `UPDATE herald.jobs SET ${CANCEL.set} FROM batch b WHERE herald.jobs.id = b.id AND ${CANCEL.where} RETURNING 1`),
-  // Events go with their jobs, as in retention.
+  // Each job leaves one 'deleted' event, so live views drop it, and its events stay until
+  // retention removes them (deleted_jobs says when): a stream resuming, or one behind a long
+  // transaction, still sees how the job ended, and queue history still counts it.
   delete: bulkBatch(
     'bulk_delete',
     `
-  DELETE FROM herald.jobs d USING batch b WHERE d.id = b.id AND d.status IN ${DELETE.statuses} RETURNING d.id
-), gone_events AS (
-  DELETE FROM herald.job_events e USING acted a WHERE e.job_id = a.id`,
+  DELETE FROM herald.jobs d USING batch b WHERE d.id = b.id AND d.status IN ${DELETE.statuses}
+  RETURNING d.id, d.queue, d.kind, d.status, d.attempt
+), deleted_events AS (
+  INSERT INTO herald.job_events (job_id, queue, kind, type, status, attempt)
+  SELECT id, queue, kind, 'deleted', status, attempt FROM acted
+), marked AS (
+  INSERT INTO herald.deleted_jobs (job_id) SELECT id FROM acted ON CONFLICT DO NOTHING`,
   ),
   redrive: bulkBatch('bulk_redrive', REDRIVE),
 };

@@ -5,8 +5,12 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { parseCursor } from '../../queue/cursor.ts';
 import type { ServerContext } from '../context.ts';
+import { HeraldError } from '../../queue/errors.ts';
 import { errors } from '../schemas.ts';
 import { eventsHeaders, eventsQuery } from './events.schema.ts';
+
+/** Seconds a client refused for the stream cap waits before it tries again. */
+const STREAMS_RETRY_AFTER_S = 5;
 
 export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.withTypeProvider<TypeBoxTypeProvider>().get(
@@ -24,12 +28,13 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
           'Without Last-Event-ID the stream is live only (it starts with an `id:` naming its start; the Herald-Cursor header holds it too). ' +
           'With Last-Event-ID (header, or ?lastEventId=) it first replays every matching event after that cursor; 0 replays from the beginning. ' +
           'Every event exactly once, each job in order. A comment every 15 s keeps the connection alive. ' +
-          'A client that falls more than 10,000 events behind is disconnected and resumes with Last-Event-ID.',
+          'A client that falls more than 10,000 events behind is disconnected and resumes with Last-Event-ID. ' +
+          'A server with HERALD_MAX_STREAMS streams open answers 503 with Retry-After.',
         querystring: eventsQuery,
         headers: eventsHeaders,
         response: {
           200: { description: 'the event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } },
-          ...errors(400, 401, 403, 406),
+          ...errors(400, 401, 403, 406, 503),
         },
       },
     },
@@ -38,6 +43,11 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
       // The header wins: EventSource resends it on reconnect while the URL keeps the first ?lastEventId.
       const raw = request.headers['last-event-id'] ?? q.lastEventId;
       const after = raw === undefined || raw.trim() === '' ? null : parseCursor(raw);
+      if (ctx.hub.full()) {
+        // Each stream holds memory and a socket: past the cap, the client tries again later.
+        reply.header('retry-after', String(STREAMS_RETRY_AFTER_S));
+        throw new HeraldError('this server has as many open event streams as it serves (HERALD_MAX_STREAMS); try again shortly', 'HERALD_TOO_MANY_STREAMS');
+      }
       await ctx.hub.open(reply, { queue: q.queue, jobId: q.job }, after);
     },
   );

@@ -44,7 +44,7 @@ export const jobPage = Type.Object(
 export const bulkBody = Type.Object(
   {
     action: OneOf(BULK_ACTIONS, {
-      description: 'retry: failed and cancelled jobs; cancel: queued and running; delete: succeeded, failed and cancelled (with their events); redrive: dead-letter copies (queued or failed) back to their source queue as new jobs',
+      description: 'retry: failed and cancelled jobs; cancel: queued and running; delete: succeeded, failed and cancelled (each gets a deleted event; its events stay until retention); redrive: dead-letter copies (queued or failed) back to their source queue as new jobs',
     }),
     filter: Type.Object(
       {
@@ -68,4 +68,21 @@ export const bulkResult = Type.Object(
   { description: '{matched} on a dry run, {matched, affected} otherwise' },
 );
 
-export const jobEvents = Type.Object({ events: Type.Array(Ref(JobEvent)) }, { description: "the job's events" });
+export const jobEvents = Type.Object(
+  {
+    events: Type.Array(Ref(JobEvent)),
+    next: Nullable(Type.String({ description: 'pass as `after` for the next page; null on the last one' })),
+  },
+  { description: "a page of the job's events, oldest first" },
+);
+
+/** GET /api/jobs/:id/events: a page of the timeline. */
+export const jobEventsQuery = Type.Object(
+  {
+    after: Type.Optional(
+      Type.String({ pattern: '^[0-9]{1,19}$', description: 'page: events with a larger eventId (the `next` of the previous page)' }),
+    ),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: DEFAULTS.eventsLimit, default: DEFAULTS.eventsLimit })),
+  },
+  { additionalProperties: false },
+);

@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { NotFoundError, ValidationError } from '../../queue/errors.ts';
 import type { ServerContext } from '../context.ts';
 import { errors, Job, Ref } from '../schemas.ts';
-import { bulkBody, bulkResult, idParams, jobEvents, jobPage, listQuery } from './jobs.schema.ts';
+import { bulkBody, bulkResult, idParams, jobEvents, jobEventsQuery, jobPage, listQuery } from './jobs.schema.ts';
 
 const MAX_ID = 2n ** 63n - 1n;
 
@@ -94,7 +94,9 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
         ...byId,
         tags: ['jobs'],
         operationId: 'listJobEvents',
-        summary: "A job's events, oldest first",
+        summary: "A job's events, oldest first, a page at a time",
+        description: 'Page with ?after=<the `next` of the previous page>; `next` is null on the last page.',
+        querystring: jobEventsQuery,
         response: {
           200: jobEvents,
           ...errors(400, 401, 403, 404),
@@ -103,10 +105,12 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
     async (request) => {
       const id = jobId(request.params);
-      const events = await ctx.queue.events(id);
+      const { after, limit } = request.query;
+      // An id past bigint's range: nothing comes after it.
+      const page = await ctx.queue.eventPage(id, { after: after && BigInt(after) > MAX_ID ? String(MAX_ID) : after, limit });
       // Every job has at least its 'enqueued' event; none means no such job.
-      if (events.length === 0 && !(await ctx.queue.get(id))) throw new NotFoundError(`job ${id} does not exist`);
-      return { events };
+      if (page.events.length === 0 && !(await ctx.queue.get(id))) throw new NotFoundError(`job ${id} does not exist`);
+      return page;
     },
   );
 

@@ -6,6 +6,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { FeedHolder, Queue } from '../../queue/queue.ts';
 import { compareCursor, formatCursor, type Cursor } from '../../queue/cursor.ts';
+import { DEFAULTS } from '../../queue/defaults.ts';
 import { Listener } from '../../queue/listener.ts';
 import { EVENTS_CHANNEL } from '../../queue/channels.ts';
 import { Fanout } from './fanout.ts';
@@ -32,6 +33,8 @@ export interface HubOptions {
   /** Socket writes per second across all SSE clients before writes get coalesced (see flusher.ts). */
   writeBudget?: number;
   limits?: Partial<SessionLimits>;
+  /** Most open streams (DEFAULTS.maxStreams). */
+  maxStreams?: number;
 }
 
 export class EventHub {
@@ -96,12 +99,21 @@ export class EventHub {
     reply.raw.flushHeaders();
     if (after === null) return session.startLive(start);
     try {
+      // Retention removed events after this cursor: the client's picture is stale, whatever the
+      // replay brings. It reloads (the board its snapshot), then the replay goes on as usual.
+      const removed = await this.opts.queue.retentionHorizon();
+      if (compareCursor(after, removed) < 0) session.reset(removed);
       await session.replay(this.opts.queue, after, target);
     } catch (err) {
       // The client resumes from what it got; ending the stream is all there is to do.
       this.opts.logger?.warn({ err: (err as Error).message }, 'SSE replay failed; ending the stream');
       session.close();
     }
+  }
+
+  /** Another stream would pass the cap (HERALD_MAX_STREAMS). */
+  full(): boolean {
+    return this.sessions.size >= (this.opts.maxStreams ?? DEFAULTS.maxStreams);
   }
 
   lagMs(): number | null {

@@ -119,8 +119,13 @@ export class StreamSession implements Subscriber, Flushable {
     this.pump();
   }
 
-  /** A message of this session's own (the start position): the library frames it. Events are written pre-framed. */
-  private send(message: { id: string; data: undefined }): void {
+  /** `event: reset`: events after the client's cursor were removed (retention); it should reload. */
+  reset(horizon: Cursor): void {
+    this.send({ event: 'reset', data: JSON.stringify({ removedThrough: formatCursor(horizon) }) });
+  }
+
+  /** A message of this session's own (the start position, a reset): the library frames it. Events are written pre-framed. */
+  private send(message: { id?: string; event?: string; data: unknown }): void {
     // A closed socket rejects, which the 'close' handler already deals with.
     this.reply.sse.send(message).catch(noop);
   }

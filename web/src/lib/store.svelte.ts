@@ -78,6 +78,11 @@ class BoardStore {
         // while the stream is still connecting. Reloading now closes the gap (overlap is merged).
         if (!resumed) this.resyncs += 1;
       },
+      // Retention removed events after our cursor: what the views hold may be stale, reload them.
+      onReset: () => {
+        this.refreshQueues();
+        this.resyncs += 1;
+      },
       // A hard failure may be a 401 (EventSource cannot tell us the status): an ordinary call
       // will, and its 401 opens the token prompt.
       onHardFailure: () => this.refreshQueues(),

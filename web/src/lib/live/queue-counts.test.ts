@@ -36,6 +36,10 @@ describe('status and count bookkeeping', () => {
     expect(qs[0]).toMatchObject({ failed: 0, queued: 1 });
     applyTransition(qs, idx.apply(ev('1', 'cancelled', 'cancelled'), now));
     expect(qs[0]).toMatchObject({ queued: 0, cancelled: 1 });
+    // A bulk delete: the job leaves every count and the index forgets it.
+    applyTransition(qs, idx.apply(ev('1', 'deleted', 'cancelled'), now));
+    expect(qs[0]).toMatchObject({ queued: 0, cancelled: 0 });
+    expect(idx.get('1')).toBeUndefined();
   });
 
   it('infers the previous bucket from the type for jobs it never saw, and skips when it cannot', () => {

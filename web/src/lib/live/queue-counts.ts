@@ -53,7 +53,8 @@ export interface JobSnapshot {
 export interface Transition {
   queue: string;
   prev: CountBucket | null | undefined;
-  next: CountBucket;
+  /** null: the job is gone (a bulk delete), it counts nowhere now. */
+  next: CountBucket | null;
 }
 
 /**
@@ -95,6 +96,11 @@ export class LiveIndex {
   apply(ev: BoardEvent, now: number): Transition {
     const known = this.get(ev.jobId);
     const prev = known ? known.bucket : inferPrevBucket(ev.type);
+    if (ev.type === 'deleted') {
+      this.#current.delete(ev.jobId);
+      this.#previous.delete(ev.jobId);
+      return { queue: ev.queue, prev, next: null };
+    }
     const next = bucketOf(ev.status, eventRunAt(ev), now);
     this.#put({
       id: ev.jobId,
@@ -142,7 +148,7 @@ export function applyTransition(queues: QueueCounts[], t: Transition): boolean {
     row = queues.find((q) => q.queue === t.queue)!;
   }
   if (t.prev !== null) row[t.prev] = Math.max(0, row[t.prev] - 1);
-  row[t.next] += 1;
+  if (t.next !== null) row[t.next] += 1;
   return true;
 }
 

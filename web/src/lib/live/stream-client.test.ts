@@ -40,6 +40,7 @@ describe('StreamClient (reconnect cursor)', () => {
     const events: BoardEvent[] = [];
     const opens: { first: boolean; resumed: boolean }[] = [];
     let allowed = true;
+    let resets = 0;
     const c = new StreamClient({
       url: '/api/events',
       createSource: (url) => {
@@ -51,12 +52,13 @@ describe('StreamClient (reconnect cursor)', () => {
       onState: (s) => states.push(s),
       onEvent: (e) => events.push(e),
       onOpen: (i) => opens.push(i),
+      onReset: () => resets++,
       canConnect: () => allowed,
       setTimer: (fn, ms) => timers.push({ fn, ms }),
       clearTimer: () => {},
       random: () => 1,
     });
-    return { c, sources, timers, states, events, opens, block: (b: boolean) => (allowed = !b) };
+    return { c, sources, timers, states, events, opens, resets: () => resets, block: (b: boolean) => (allowed = !b) };
   }
 
   const payload = (eventId: number) => ({ eventId, jobId: 1, queue: 'q', kind: 'k', type: 'enqueued', status: 'queued', attempt: 0, worker: null, at: 'x', data: {} });
@@ -107,6 +109,15 @@ describe('StreamClient (reconnect cursor)', () => {
     // a successful open resets the backoff
     sources[2].fail(true);
     expect(timers[0].ms).toBe(500);
+  });
+
+  it('tells the store to reload on event: reset (retention removed events after its cursor)', () => {
+    const { c, sources, events, resets } = setup();
+    c.start();
+    sources[0].open();
+    for (const fn of sources[0].listeners.get('reset') ?? []) fn({ data: '{"removedThrough":"5.9"}', lastEventId: '' } as MessageEvent);
+    expect(resets()).toBe(1);
+    expect(events).toEqual([]);
   });
 
   it('accepts event data that was JSON-encoded twice', () => {

@@ -37,6 +37,8 @@ export interface StreamClientOptions {
   onEvent: (ev: BoardEvent) => void;
   /** Called on every open. `resumed` is false when no cursor was known: the caller should reload. */
   onOpen?: (info: { first: boolean; resumed: boolean }) => void;
+  /** Called on `event: reset`: retention removed events after the cursor, so the caller should reload. */
+  onReset?: () => void;
   /** Called when the source failed hard (before the retry is scheduled). */
   onHardFailure?: () => void;
   /** When false at retry time, the client waits for `restart()` (e.g. a token is needed). */
@@ -126,6 +128,9 @@ export class StreamClient {
     };
     src.addEventListener('job', onMessage);
     src.addEventListener('message', onMessage); // in case a server omits `event: job`
+    src.addEventListener('reset', () => {
+      if (src === this.#source) this.o.onReset?.();
+    });
 
     src.onerror = () => {
       if (src !== this.#source || this.#stopped) return;
