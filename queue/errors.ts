@@ -40,6 +40,9 @@ const CONSTRAINT_MESSAGES: Record<string, string> = {
   queues_rate_both: 'rateLimit needs both count and periodMs',
   jobs_idempotency_key_length: 'idempotencyKey must be 1-255 characters',
   jobs_progress_shape: 'progress percent must be a number from 0 to 100',
+  jobs_ref_name: 'ref must be 1-128 characters of [A-Za-z0-9_.:-]',
+  jobs_on_parent_failure: 'onParentFailure must be "cancel" or "run"',
+  flows_name: 'name must be 1-128 characters of [A-Za-z0-9_.:-]',
 };
 
 /** Turns a PostgreSQL input error into a ValidationError; anything else passes through. */

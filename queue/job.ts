@@ -34,9 +34,19 @@ export interface Job {
   expireAt: string | null;
   /** Why a queued job is held back; null when it is not queued or could start now. */
   waitingFor: WaitingFor | null;
+  /** The flow that made the job, and its ref there (null outside flows). */
+  flowId: string | null;
+  ref: string | null;
+  /** The job ids it waits for, in the order given. */
+  dependsOn: string[];
+  /** What a parent's failure does to it ('cancel' | 'run'); null for a job without parents. */
+  onParentFailure: OnParentFailure | null;
 }
 
-export const WAITING_REASONS = ['scheduled', 'paused', 'concurrency', 'group_concurrency', 'rate_limit', 'no_worker'] as const;
+export const ON_PARENT_FAILURE = ['cancel', 'run'] as const;
+export type OnParentFailure = (typeof ON_PARENT_FAILURE)[number];
+
+export const WAITING_REASONS = ['dependencies', 'scheduled', 'paused', 'concurrency', 'group_concurrency', 'rate_limit', 'no_worker'] as const;
 export type WaitingFor = (typeof WAITING_REASONS)[number];
 
 export interface JobEvent {
@@ -50,6 +60,8 @@ export interface JobEvent {
   worker: string | null;
   at: string;
   data: unknown;
+  /** The job's flow, or null. */
+  flowId: string | null;
   /** The feed position (tx, id) as an opaque string; see cursor.ts. */
   cursor: string;
 }
@@ -85,6 +97,10 @@ export function toJob(r: JobRow): Job {
     // Statements that return jobs to the API compute it (sql/waiting.ts); a worker's rows
     // (claimed, so running) have none.
     waitingFor: r.waiting_for ?? null,
+    flowId: r.flow_id ?? null,
+    ref: r.ref ?? null,
+    dependsOn: r.depends_on ?? [],
+    onParentFailure: r.on_parent_failure ?? null,
   };
 }
 
@@ -100,6 +116,7 @@ export function toEvent(r: EventRow): JobEvent {
     worker: r.worker,
     at: r.at.toISOString(),
     data: r.data,
+    flowId: r.flow_id ?? null,
     cursor: `${r.tx}.${r.id}`,
   };
 }

@@ -31,6 +31,8 @@ import {
   type ScheduleRow,
 } from './sql/schedules.ts';
 import { latestTick, nextTick, parseCron } from './cron.ts';
+import { Flows } from './flows.ts';
+import type { OnParentFailure } from './job.ts';
 
 export interface EnqueueInput {
   kind: string;
@@ -49,6 +51,10 @@ export interface EnqueueInput {
   timeoutMs?: number | null;
   /** A job still queued at this time never starts: it becomes cancelled (event 'expired'). */
   expireAt?: string | Date | null;
+  /** Existing job ids it waits for (it is blocked until they end; see queue/flows.ts). */
+  dependsOn?: string[];
+  /** What a parent's failure does: 'cancel' (default) or 'run'. */
+  onParentFailure?: OnParentFailure;
 }
 
 export interface Enqueued {
@@ -311,7 +317,11 @@ export class Queue {
   /** Prepared statements, switched off by itself behind a transaction pooler. */
   private readonly sql = new StatementRunner();
 
+  /** Workflows: flows, dependencies, ctx.parents (queue/flows.ts). */
+  readonly flows: Flows<EnqueueInput>;
+
   constructor(readonly pool: pg.Pool, opts: QueueOptions = {}) {
+    this.flows = new Flows({ pool, toRecord, insert: (db, records) => this.insert(db, records), stamp: (actor, db) => this.stamp(actor, db) });
     this.leaseMs = opts.leaseMs ?? DEFAULTS.leaseMs;
     this.backoffBaseMs = opts.backoffBaseMs ?? DEFAULTS.backoffBaseMs;
     this.backoffMaxMs = opts.backoffMaxMs ?? DEFAULTS.backoffMaxMs;
@@ -332,6 +342,7 @@ export class Queue {
    * slowest step) overlaps the next batch's insert instead of holding every caller behind it.
    */
   enqueue(input: EnqueueInput): Promise<Enqueued> {
+    if (input.dependsOn?.length) return this.flows.enqueueAfter([input]).then(([made]) => made);
     return new Promise((resolve, reject) => {
       let record: EnqueueRecord;
       try {
@@ -371,6 +382,7 @@ export class Queue {
   /** All or nothing: one transaction. Results come back in input order. */
   async enqueueMany(inputs: EnqueueInput[]): Promise<Enqueued[]> {
     if (inputs.length === 0) return [];
+    if (inputs.some((i) => i.dependsOn?.length)) return this.flows.enqueueAfter(inputs);
     return (await this.insertRecords(inputs.map(toRecord), 'all')) as Enqueued[];
   }
 
@@ -835,8 +847,10 @@ export class Queue {
   }
 
   /** Events in (after, through], optionally for one job or queue: a replay up to a position the feed reached. */
-  async feedThrough(after: Cursor, through: Cursor, limit = 1000, filter: { jobId?: string; queue?: string } = {}): Promise<JobEvent[]> {
-    const { rows } = await this.run(readFeedThrough, [after.tx, after.id, through.tx, through.id, limit, filter.jobId ?? null, filter.queue ?? null]);
+  async feedThrough(after: Cursor, through: Cursor, limit = 1000, filter: { jobId?: string; queue?: string; flowId?: string } = {}): Promise<JobEvent[]> {
+    const { rows } = await this.run(readFeedThrough, [
+      after.tx, after.id, through.tx, through.id, limit, filter.jobId ?? null, filter.queue ?? null, filter.flowId ?? null,
+    ]);
     return rows.map(toEvent);
   }
 

@@ -20,7 +20,8 @@ import {
 
 export const herald = pgSchema('herald');
 
-export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'] as const;
+// 'blocked': waiting for its parents (workflows); added last, as PostgreSQL appends enum values.
+export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'blocked'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 export const jobStatus = herald.enum('job_status', JOB_STATUSES);
 
@@ -37,6 +38,7 @@ export const EVENT_TYPES = [
   'released',
   'retried',
   'expired',
+  'unblocked',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 export const eventType = herald.enum('event_type', EVENT_TYPES);
@@ -85,6 +87,14 @@ export const jobs = herald.table(
     timeoutMs: integer('timeout_ms'),
     // A job still queued then never starts: it becomes cancelled (event 'expired').
     expireAt: tstz('expire_at'),
+    // Workflows. flow_id/ref: the flow that made the job and its name there. on_parent_failure is
+    // set exactly when the job has parents ('cancel' | 'run'), so jobs without any skip every
+    // dependency read. has_children: some job waits on this one; the triggers do flow work only
+    // for finished rows that have it, so a job outside any workflow costs nothing more.
+    flowId: bigint('flow_id', { mode: 'bigint' }),
+    ref: text('ref'),
+    onParentFailure: text('on_parent_failure'),
+    hasChildren: boolean('has_children').notNull().default(false),
   },
   (t) => [
     // Row shape of each status: the database refuses a malformed row (a running job without an
@@ -101,6 +111,14 @@ export const jobs = herald.table(
       'jobs_terminal_shape',
       sql`${t.status} NOT IN ('succeeded', 'failed', 'cancelled') OR (${t.finishedAt} IS NOT NULL AND ${t.lockedBy} IS NULL AND ${t.leaseExpiresAt} IS NULL AND ${t.ownerLock} IS NULL)`,
     ),
+    // A blocked row is shaped like a queued one. Compared as text: the migration that adds the
+    // enum value cannot use it as an enum in the same transaction.
+    check(
+      'jobs_blocked_shape',
+      sql`${t.status}::text <> 'blocked' OR (${t.lockedBy} IS NULL AND ${t.leaseExpiresAt} IS NULL AND ${t.ownerLock} IS NULL AND ${t.finishedAt} IS NULL)`,
+    ),
+    check('jobs_ref_name', sql`${t.ref} ~ ${sql.raw(NAME_PATTERN)}`),
+    check('jobs_on_parent_failure', sql`${t.onParentFailure} IN ('cancel', 'run')`),
     check('jobs_queue_name', sql`${t.queue} ~ ${sql.raw(NAME_PATTERN)}`),
     check('jobs_kind_name', sql`${t.kind} ~ ${sql.raw(NAME_PATTERN)}`),
     check('jobs_max_attempts_range', sql`${t.maxAttempts} BETWEEN 1 AND ${sql.raw(String(MAX_ATTEMPTS_LIMIT))}`),
@@ -133,6 +151,8 @@ export const jobs = herald.table(
     index('jobs_running_queue').on(t.queue, t.group).where(sql`${t.status} = 'running'`),
     // The expiry pass: only jobs that have an expireAt, while they wait.
     index('jobs_expiry').on(t.expireAt).where(sql`${t.status} = 'queued' AND ${t.expireAt} IS NOT NULL`),
+    // A flow's jobs and their statuses (flow pages, counts, the flow filter); only rows of flows.
+    index('jobs_flow').on(t.flowId, t.status).where(sql`${t.flowId} IS NOT NULL`),
     uniqueIndex('jobs_idempotency_key').on(t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),
   ],
 );
@@ -153,6 +173,8 @@ export const jobEvents = herald.table(
     attempt: integer('attempt').notNull(),
     worker: text('worker'),
     data: jsonb('data'),
+    // The job's flow (null outside workflows): the stream's ?flow= filter reads it.
+    flowId: bigint('flow_id', { mode: 'bigint' }),
   },
   (t) => [
     // Two indexes, each written for every event: the key is the gap-free feed's order, (tx, id),
@@ -160,6 +182,38 @@ export const jobEvents = herald.table(
     // by id after). A separate key on id alone would be a third index that nothing reads.
     primaryKey({ name: 'job_events_pkey', columns: [t.tx, t.id] }),
     index('job_events_job').on(t.jobId),
+  ],
+);
+
+// ---- workflows -------------------------------------------------------------------------------
+
+// A flow: jobs created together with dependencies between them. Its status is derived from its
+// jobs (jobs_flow), never stored, so no completion has to lock a shared row to keep it.
+export const flows = herald.table(
+  'flows',
+  {
+    id: bigint('id', { mode: 'bigint' }).primaryKey().generatedAlwaysAsIdentity(),
+    name: text('name'),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+  },
+  (t) => [check('flows_name', sql`${t.name} ~ ${sql.raw(NAME_PATTERN)}`)],
+);
+
+// One row per dependency: `child` waits for `parent`; `pos` is the parent's place in the child's
+// dependsOn. A parent is always created before its child (a flow inserts its jobs in dependency
+// order), so parent < child: the graph cannot hold a cycle, and locking by id follows the edges.
+// No foreign keys, as for events (row-level RI triggers); the delete trigger drops a child's edges.
+export const jobEdges = herald.table(
+  'job_edges',
+  {
+    child: bigint('child', { mode: 'bigint' }).notNull(),
+    parent: bigint('parent', { mode: 'bigint' }).notNull(),
+    pos: integer('pos').notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'job_edges_pkey', columns: [t.child, t.parent] }),
+    index('job_edges_parent').on(t.parent),
+    check('job_edges_order', sql`${t.parent} < ${t.child}`),
   ],
 );
 

@@ -30,6 +30,12 @@ export interface JobRow {
   tags: string[];
   timeout_ms: number | null;
   expire_at: Date | null;
+  flow_id: string | null;
+  ref: string | null;
+  on_parent_failure: 'cancel' | 'run' | null;
+  has_children: boolean;
+  /** Only from statements that return jobs to the API (sql/waiting.ts): the parents, in dependsOn order. */
+  depends_on?: string[];
   /** Only from statements that compute why a queued job waits. */
   waiting_for?: Job['waitingFor'];
 }
@@ -47,6 +53,7 @@ export interface EventRow {
   attempt: number;
   worker: string | null;
   data: unknown;
+  flow_id: string | null;
 }
 
 /** The feed position a statement reads after: (tx, id). */

@@ -9,6 +9,7 @@ import { WORKER_SEEN_LATELY } from './live.ts';
 // only if the queue has that limit.
 const WAITING_FOR = `
 CASE
+  WHEN j.status = 'blocked' THEN 'dependencies'
   WHEN j.status <> 'queued' THEN NULL
   WHEN j.available_at > now() THEN 'scheduled'
   WHEN s.paused THEN 'paused'
@@ -29,6 +30,10 @@ CASE
     THEN 'rate_limit'
 END`;
 
+// The parents of a job, in dependsOn order; read only for jobs that have some.
+const DEPENDS_ON = `CASE WHEN j.on_parent_failure IS NULL THEN '{}'::text[]
+  ELSE ARRAY(SELECT e.parent::text FROM herald.job_edges e WHERE e.child = j.id ORDER BY e.pos) END`;
+
 /**
  * A statement returning the job rows of CTE `rows` (defined by `ctes`, which may modify data)
  * with a `waiting_for` column, in `order`.
@@ -36,6 +41,6 @@ END`;
 export const withWaitingFor = (ctes: string, order = 'j.id') => `
 WITH ${ctes},
 live_workers AS MATERIALIZED (SELECT w.* FROM herald.workers w WHERE ${WORKER_SEEN_LATELY})
-SELECT j.*, ${WAITING_FOR} AS waiting_for
+SELECT j.*, ${WAITING_FOR} AS waiting_for, ${DEPENDS_ON} AS depends_on
 FROM rows j LEFT JOIN herald.queues s ON s.queue = j.queue
 ORDER BY ${order}`;
