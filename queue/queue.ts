@@ -565,7 +565,7 @@ export class Queue {
     const { rows } = await this.as(actor, (db) => this.run(cancelJob, [id], db));
     if (rows[0]) return toJob(rows[0]);
     const job = await this.mustGet(id);
-    throw new ConflictError(`job ${id} is already ${job.status}; only queued or running jobs can be cancelled`);
+    throw new ConflictError(`job ${id} is already ${job.status}; only queued, blocked or running jobs can be cancelled`);
   }
 
   async retry(id: string, actor?: Actor): Promise<Job> {

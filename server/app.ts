@@ -17,6 +17,8 @@ import { scheduleRoutes } from './routes/schedules.ts';
 import { healthRoutes } from './routes/health.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { eventRoutes } from './routes/events.ts';
+import { flowRoutes } from './routes/flows.ts';
+import { flowSchemas } from './flow-schemas.ts';
 
 const BODY_LIMIT = 1024 * 1024;
 const HEARTBEAT_MS = 15_000;
@@ -78,12 +80,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await registerOpenApi(app);
   installAuth(app, opts.tokens);
   installErrorHandlers(app);
-  for (const s of sharedSchemas) app.addSchema(s);
+  for (const s of [...sharedSchemas, ...flowSchemas]) app.addSchema(s);
 
   enqueueRoutes(app, ctx);
   jobRoutes(app, ctx);
   queueRoutes(app, ctx);
   scheduleRoutes(app, ctx);
+  flowRoutes(app, ctx);
   eventRoutes(app, ctx);
   healthRoutes(app, ctx);
   metricsRoutes(app, ctx);

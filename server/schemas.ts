@@ -5,7 +5,7 @@ import { EVENT_TYPES, JOB_STATUSES } from '../queue/schema.ts';
 import { BULK_ACTIONS } from '../queue/sql/search.ts';
 import { HISTORY_RANGES } from '../queue/history.ts';
 import { DEFAULTS, MAX_ATTEMPTS_LIMIT, MAX_TAGS, MAX_TIMEOUT_MS, QUEUE_LIMITS } from '../queue/defaults.ts';
-import { WAITING_REASONS } from '../queue/job.ts';
+import { ON_PARENT_FAILURE, WAITING_REASONS } from '../queue/job.ts';
 
 export const NAME_RULE = '1-128 characters of [A-Za-z0-9_.:-]';
 const name = (description: string) => ({ type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$', description });
@@ -46,6 +46,17 @@ export const enqueueInput = {
       description: 'an attempt running longer fails (the handler signal fires with a TimeoutError)',
     },
     expireAt: { ...dateTime, description: 'a job still queued at this time never starts: it becomes cancelled (event "expired")' },
+    dependsOn: {
+      type: 'array',
+      maxItems: 1000,
+      items: jobId,
+      description: 'existing jobs to wait for: the job is blocked until they end (an unknown id is a 400)',
+    },
+    onParentFailure: {
+      type: 'string',
+      enum: ON_PARENT_FAILURE,
+      description: 'cancel (default): a parent that fails, is cancelled, expires or is deleted cancels this job; run: it runs once every parent has ended',
+    },
   },
 } as const;
 
@@ -82,8 +93,12 @@ const job = {
     waitingFor: {
       type: ['string', 'null'],
       enum: [...WAITING_REASONS, null],
-      description: 'why a queued job is held back: runAt ahead, queue paused, a limit reached, or no live worker takes it',
+      description: 'why a queued or blocked job is held back: its parents (dependencies), runAt ahead, queue paused, a limit reached, or no live worker takes it',
     },
+    flowId: nullable('string', { description: 'the flow that made the job' }),
+    ref: nullable('string', { description: 'its ref in that flow' }),
+    dependsOn: { type: 'array', items: { type: 'string' }, description: 'the job ids it waits for, in order' },
+    onParentFailure: { type: ['string', 'null'], enum: [...ON_PARENT_FAILURE, null], description: 'null for a job without parents' },
   }),
 } as const;
 
@@ -102,6 +117,7 @@ const jobEvent = {
     worker: nullable('string'),
     at: dateTime,
     data: {},
+    flowId: nullable('string'),
   }),
 } as const;
 
@@ -167,6 +183,7 @@ const filterProperties = {
   createdBefore: { ...dateTime, description: 'created at or before this ISO time' },
   group: name('only jobs of this group'),
   tag: name('only jobs carrying this tag'),
+  flow: { ...jobId, description: 'only jobs of this flow' },
 } as const;
 
 export const bulkBody = {
@@ -174,7 +191,7 @@ export const bulkBody = {
   required: ['action', 'filter'],
   additionalProperties: false,
   properties: {
-    action: { type: 'string', enum: BULK_ACTIONS, description: 'retry: failed and cancelled jobs; cancel: queued and running; delete: succeeded, failed and cancelled (with their events)' },
+    action: { type: 'string', enum: BULK_ACTIONS, description: 'retry: failed and cancelled jobs; cancel: queued, blocked and running; delete: succeeded, failed and cancelled (with their events)' },
     filter: {
       type: 'object',
       additionalProperties: false,
@@ -184,7 +201,7 @@ export const bulkBody = {
           description: 'JSON containment: the JSON value itself, or the same JSON as a string (as the query takes it)',
         },
       },
-      description: 'the GET /api/jobs filters; it must name a queue or a status',
+      description: 'the GET /api/jobs filters; it must name a queue, a status or a flow',
     },
     dryRun: { type: 'boolean', description: 'only count the matches' },
   },
@@ -215,6 +232,7 @@ export const eventsQuery = {
   properties: {
     queue: name('only events of this queue'),
     job: { ...jobId, description: 'only events of this job' },
+    flow: { ...jobId, description: 'only events of this flow' },
     lastEventId: { type: 'string', maxLength: 64, description: 'resume after this cursor (the Last-Event-ID header wins); 0 = from the beginning' },
     token: { type: 'string', description: 'the API token, for EventSource (which cannot set headers)' },
   },
@@ -327,7 +345,7 @@ export const workers = reply({
   },
 });
 
-const { idempotencyKey: _key, ...scheduleJobProperties } = enqueueInput.properties;
+const { idempotencyKey: _key, dependsOn: _parents, onParentFailure: _rule, ...scheduleJobProperties } = enqueueInput.properties;
 
 /** PUT /api/schedules/:name. The cron expression and the zone are checked by croner (400s). */
 export const scheduleInput = {

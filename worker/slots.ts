@@ -33,6 +33,7 @@ import type { Logger } from '../queue/log.ts';
 import { JobCancelledError, JobTimeoutError, UnknownKindError } from './errors.ts';
 import { Pace } from './pace.ts';
 import type { Task, TaskContext } from './tasks.ts';
+import type { Parent } from '../queue/flows.ts';
 
 /**
  * Orders leases by numeric id. Every batched write (renewal, complete, fail) locks its rows in
@@ -66,6 +67,8 @@ export interface SlotsOptions {
   failed(a: ActiveJob, error: unknown, final: boolean): void;
   /** A handler returned or an outcome was written: there may be room to claim. */
   freed(): void;
+  /** The parents of a job that has some (ctx.parents); read before its handler starts. */
+  parents?(jobId: string): Promise<Parent[]>;
 }
 
 export class Slots {
@@ -143,7 +146,9 @@ export class Slots {
         final = true;
         throw new UnknownKindError(a.job.kind, this.opts.worker);
       }
-      value = await task(a.job.payload, this.context(a));
+      // Only jobs with parents pay the read; a failed read fails the attempt like a throw would.
+      const parents = a.job.onParentFailure !== null && this.opts.parents ? await this.opts.parents(a.job.id) : [];
+      value = await task(a.job.payload, this.context(a, parents));
       ok = true;
     } catch (err) {
       value = err;
@@ -189,11 +194,12 @@ export class Slots {
     record();
   }
 
-  private context(a: ActiveJob): TaskContext {
+  private context(a: ActiveJob, parents: Parent[]): TaskContext {
     const parent = this.opts.logger;
     let log: Logger | undefined;
     return {
       job: a.job,
+      parents,
       signal: a.controller.signal,
       progress: (percent, message) => this.opts.progress(a, percent, message),
       // A pino child costs a few microseconds: made only for handlers that log.

@@ -7,10 +7,13 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Job } from '../queue/job.ts';
 import type { Logger } from '../queue/log.ts';
+import type { Parent } from '../queue/flows.ts';
 import { builtinTasks } from './builtin-tasks.ts';
 
 export interface TaskContext {
   job: Job;
+  /** The job's parents ({id, ref, kind, status, result}) in dependsOn order; [] for a job without any. */
+  parents: Parent[];
   /** Fires on cancel, lost lease or shutdown; `signal.reason` says which. */
   signal: AbortSignal;
   /** Reports progress (0..100); also renews the lease. */

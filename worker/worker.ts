@@ -164,6 +164,7 @@ export class Worker {
       succeeded: (a, result) => this.completions.succeed(outcome(a), result),
       failed: (a, error, final) => this.completions.fail(outcome(a), error, final),
       freed: () => this.claimer.slotFreed(),
+      parents: (jobId) => this.queue.flows.parents(jobId),
     });
     this.claimer = new Claimer({
       pollMs: opts.pollMs ?? DEFAULTS.pollMs,

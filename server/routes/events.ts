@@ -18,7 +18,8 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
         operationId: 'streamEvents',
         summary: 'Job events, live, over Server-Sent Events',
         description:
-          'Each message: `event: job`, `id:` an opaque cursor, `data:` {eventId, jobId, queue, kind, type, status, attempt, worker, at, data}. ' +
+          'Each message: `event: job`, `id:` an opaque cursor, `data:` {eventId, jobId, queue, kind, type, status, attempt, worker, at, data, flowId}. ' +
+          'Filters: ?queue=, ?job=, ?flow=. ' +
           'Without Last-Event-ID the stream is live only (it starts with an `id:` naming its start; the Herald-Cursor header holds it too). ' +
           'With Last-Event-ID (header, or ?lastEventId=) it first replays every matching event after that cursor; 0 replays from the beginning. ' +
           'Every event exactly once, each job in order. A comment every 15 s keeps the connection alive. ' +
@@ -32,11 +33,11 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
       },
     },
     async (request, reply) => {
-      const q = request.query as { queue?: string; job?: string; lastEventId?: string };
+      const q = request.query as { queue?: string; job?: string; flow?: string; lastEventId?: string };
       // The header wins: EventSource resends it on reconnect while the URL keeps the first ?lastEventId.
       const raw = (request.headers['last-event-id'] as string | undefined) ?? q.lastEventId;
       const after = raw === undefined || raw.trim() === '' ? null : parseCursor(raw);
-      await ctx.hub.open(reply, { queue: q.queue, jobId: q.job }, after);
+      await ctx.hub.open(reply, { queue: q.queue, jobId: q.job, flowId: q.flow }, after);
     },
   );
 }
