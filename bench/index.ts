@@ -7,6 +7,7 @@
 // changes the prefix).
 //
 // Sizes: BENCH_JOBS (20000), BENCH_LATENCY_COUNT (300), BENCH_LATENCY_INTERVAL_MS (10).
+// `npm run bench -- --flows`: workflow creation and child start latency (flows.ts).
 // `npm run bench -- --sse`: POST → every SSE client at 1, 10, 100 and 1,000 clients (server-sse-latency.ts).
 // With --rounds N each figure is the median of N runs (the order rotates every round).
 import os from 'node:os';
@@ -14,6 +15,7 @@ import pg from 'pg';
 import { openDatabase, withDatabase } from '../queue/database.ts';
 import herald from './herald.ts';
 import { searchBench } from './search.ts';
+import { flowsBench } from './flows.ts';
 import { peers } from './peers/index.ts';
 import { benchDbName } from './peers/harness.ts';
 import { DEPTHS, claimCost } from './depth.ts';
@@ -36,17 +38,18 @@ function envInt(name: string, fallback: number): number {
 }
 
 function parseArgs(argv: string[]) {
-  const args = { json: false, depth: false, http: false, sse: false, search: false, rounds: 1, only: undefined as string[] | undefined };
+  const args = { json: false, depth: false, http: false, sse: false, search: false, flows: false, rounds: 1, only: undefined as string[] | undefined };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--json') args.json = true;
     else if (a === '--depth') args.depth = true;
     else if (a === '--http') args.http = true;
     else if (a === '--search') args.search = true;
+    else if (a === '--flows') args.flows = true;
     else if (a === '--rounds') args.rounds = Number(argv[++i]);
     else if (a === '--only') args.only = argv[++i].split(',');
     else if (a === '--sse') args.sse = true;
-    else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --http | --sse | --search | --rounds N --only herald,sql,...]`);
+    else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --http | --sse | --search | --flows | --rounds N --only herald,sql,...]`);
   }
   if (!Number.isInteger(args.rounds) || args.rounds < 1) throw new Error('--rounds must be a positive integer');
   return args;
@@ -88,11 +91,15 @@ async function main() {
 
   const db = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: process.env.HERALD_DATA_DIR || '.herald' });
   const adminUrl = withDatabase(db.url, 'postgres');
-  if (args.depth || args.http || args.search) {
+  if (args.depth || args.http || args.search || args.flows) {
     try {
       if (args.depth) await depthBench(adminUrl, args.json, say);
       else if (args.http) await compareHttp(adminUrl, args.json, say);
-      else {
+      else if (args.flows) {
+        say(`Herald flows bench: PostgreSQL ${await serverVersion(adminUrl)}`);
+        const result = await flowsBench(await freshDatabase(adminUrl, benchDbName('flows')), say);
+        process.stdout.write(`${JSON.stringify({ flows: result }, null, args.json ? undefined : 2)}\n`);
+      } else {
         const result = await searchBench(await freshDatabase(adminUrl, benchDbName('search')), say);
         process.stdout.write(`${JSON.stringify({ search: result }, null, args.json ? undefined : 2)}\n`);
       }

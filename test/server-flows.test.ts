@@ -1,6 +1,9 @@
 // The workflow routes through fastify.inject on a real database: creating, reading, cancelling
 // and retrying flows, dependsOn on the enqueue routes, the flow filter of search, bulk and the
 // stream, every rejection (400 naming the problem, nothing written), and gather in a real worker.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openStream, testServer, until, type TestServer } from './server-support.ts';
 import { Worker } from '../worker/worker.ts';
@@ -136,6 +139,22 @@ describe('flow actions and filters', () => {
       const events = (await get(`/api/jobs/${merge.id}/events`)).json().events;
       expect(events.map((e: { type: string }) => e.type)).toEqual(['enqueued', 'unblocked', 'claimed', 'succeeded']);
       expect(events.every((e: { flowId: string }) => e.flowId === flow.id)).toBe(true);
+    } finally {
+      await w.stop();
+    }
+  });
+
+  it("runs the README's example pipeline (examples/pipeline): split, three counts in parallel, merge", async () => {
+    const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'examples', 'pipeline');
+    const w = new Worker({ databaseUrl: s.db.url, concurrency: 4, pollMs: 60_000, tasksDir: path.join(dir, 'tasks') });
+    await w.start();
+    try {
+      const res = await post('/api/flows', JSON.parse(fs.readFileSync(path.join(dir, 'flow.json'), 'utf8')));
+      expect(res.statusCode, res.body).toBe(201);
+      const { flow, jobs } = res.json();
+      await until(async () => (await get(`/api/flows/${flow.id}`)).json().flow.status !== 'running');
+      expect((await get(`/api/flows/${flow.id}`)).json().flow.status).toBe('succeeded');
+      expect((await get(`/api/jobs/${jobs[4].id}`)).json().result).toEqual({ parts: 3, top: [['the', 3], ['cat', 1], ['end', 1]] });
     } finally {
       await w.stop();
     }

@@ -35,6 +35,7 @@ describe('POST /api/jobs', () => {
       maxAttempts: 2, requires: ['gpu'], idempotencyKey: null, runAt: expect.any(String), createdAt: expect.any(String),
       startedAt: null, finishedAt: null, lockedBy: null, leaseExpiresAt: null, cancelRequested: false, progress: null,
       result: null, lastError: null, group: null, tags: [], timeoutMs: null, expireAt: null, waitingFor: 'no_worker',
+      flowId: null, ref: null, dependsOn: [], onParentFailure: null,
     });
     expect(new Date(job.runAt).toISOString()).toBe(job.runAt);
   });
@@ -215,7 +216,7 @@ describe('reading jobs', () => {
     expect((await get(`/api/jobs/${id}`)).json().id).toBe(id);
     const events = (await get(`/api/jobs/${id}/events`)).json().events;
     expect(events).toEqual([
-      { eventId: expect.any(String), jobId: id, queue: 'default', kind: 'k', type: 'enqueued', status: 'queued', attempt: 0, worker: null, at: expect.any(String), data: expect.any(Object) },
+      { eventId: expect.any(String), jobId: id, queue: 'default', kind: 'k', type: 'enqueued', status: 'queued', attempt: 0, worker: null, at: expect.any(String), data: expect.any(Object), flowId: null },
     ]);
     await rejected(await get('/api/jobs/424242'), 404, /^job 424242 does not exist/);
     await rejected(await get('/api/jobs/424242/events'), 404, /^job 424242 does not exist/);
