@@ -19,7 +19,7 @@ ALTER TABLE "herald"."job_events" ADD COLUMN "flow_id" bigint;--> statement-brea
 ALTER TABLE "herald"."jobs" ADD COLUMN "flow_id" bigint;--> statement-breakpoint
 ALTER TABLE "herald"."jobs" ADD COLUMN "ref" text;--> statement-breakpoint
 ALTER TABLE "herald"."jobs" ADD COLUMN "on_parent_failure" text;--> statement-breakpoint
-ALTER TABLE "herald"."jobs" ADD COLUMN "has_children" boolean DEFAULT false NOT NULL;--> statement-breakpoint
+ALTER TABLE "herald"."jobs" ADD COLUMN "has_children" boolean;--> statement-breakpoint
 CREATE INDEX "job_edges_parent" ON "herald"."job_edges" USING btree ("parent");--> statement-breakpoint
 CREATE INDEX "jobs_flow" ON "herald"."jobs" USING btree ("flow_id","status") WHERE "herald"."jobs"."flow_id" IS NOT NULL;--> statement-breakpoint
 ALTER TABLE "herald"."jobs" ADD CONSTRAINT "jobs_blocked_shape" CHECK ("herald"."jobs"."status"::text <> 'blocked' OR ("herald"."jobs"."locked_by" IS NULL AND "herald"."jobs"."lease_expires_at" IS NULL AND "herald"."jobs"."owner_lock" IS NULL AND "herald"."jobs"."finished_at" IS NULL));--> statement-breakpoint

@@ -94,7 +94,8 @@ export const jobs = herald.table(
     flowId: bigint('flow_id', { mode: 'bigint' }),
     ref: text('ref'),
     onParentFailure: text('on_parent_failure'),
-    hasChildren: boolean('has_children').notNull().default(false),
+    // Null, not false, on plain jobs: nothing stored for them.
+    hasChildren: boolean('has_children'),
   },
   (t) => [
     // Row shape of each status: the database refuses a malformed row (a running job without an

@@ -46,7 +46,7 @@ rows AS (
 INSERT INTO herald.jobs (kind, queue, payload, priority, available_at, max_attempts, requires, idempotency_key,
                          "group", tags, timeout_ms, expire_at, status, flow_id, ref, on_parent_failure, has_children)
 SELECT kind, queue, coalesce(payload, '{}'::jsonb), priority, coalesce(run_at, now()), max_attempts, requires, idempotency_key,
-       "group", tags, timeout_ms, expire_at, coalesce(status, 'queued'), flow_id, ref, on_parent_failure, coalesce(has_children, false)
+       "group", tags, timeout_ms, expire_at, coalesce(status, 'queued'), flow_id, ref, on_parent_failure, has_children
 FROM input
 ORDER BY ord
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING

@@ -22,7 +22,7 @@ WITH locked AS (
   SELECT id, has_children FROM herald.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE
 ),
 marked AS (
-  UPDATE herald.jobs j SET has_children = true FROM locked l WHERE j.id = l.id AND NOT l.has_children
+  UPDATE herald.jobs j SET has_children = true FROM locked l WHERE j.id = l.id AND l.has_children IS NOT TRUE
 )
 SELECT id::text AS id FROM locked`,
 );

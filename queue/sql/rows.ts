@@ -33,7 +33,7 @@ export interface JobRow {
   flow_id: string | null;
   ref: string | null;
   on_parent_failure: 'cancel' | 'run' | null;
-  has_children: boolean;
+  has_children: boolean | null;
   /** Only from statements that return jobs to the API (sql/waiting.ts): the parents, in dependsOn order. */
   depends_on?: string[];
   /** Only from statements that compute why a queued job waits. */
