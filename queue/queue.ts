@@ -148,6 +148,8 @@ export interface QueueCount {
   succeeded: number;
   failed: number;
   cancelled: number;
+  /** Waiting for their parents (workflows): neither queued nor running for the queue's limits. */
+  blocked: number;
 }
 
 interface RateLimit {
@@ -811,7 +813,7 @@ export class Queue {
     const { rows } = await this.run(queueCounts, [queue ?? null]);
     return rows.map((r) => ({
       queued: r.queued, scheduled: r.scheduled, running: r.running,
-      succeeded: r.succeeded, failed: r.failed, cancelled: r.cancelled,
+      succeeded: r.succeeded, failed: r.failed, cancelled: r.cancelled, blocked: r.blocked,
       ...toSettings(r),
       updatedBy: r.updated_by,
       updatedAt: r.updated_at?.toISOString() ?? null,

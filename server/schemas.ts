@@ -303,7 +303,7 @@ const queueInfo = {
   title: 'QueueInfo',
   ...reply({
     queue: { type: 'string' },
-    ...Object.fromEntries(['queued', 'scheduled', 'running', 'succeeded', 'failed', 'cancelled'].map((k) => [k, { type: 'integer' }])),
+    ...Object.fromEntries(['queued', 'scheduled', 'running', 'succeeded', 'failed', 'cancelled', 'blocked'].map((k) => [k, { type: 'integer' }])),
     paused: { type: 'boolean' },
     concurrency: nullable('integer'),
     groupConcurrency: nullable('integer'),

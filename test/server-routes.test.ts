@@ -58,7 +58,7 @@ describe('POST /api/jobs', () => {
     const job = (await post('/api/jobs', { kind: 'k', queue: 'mail.out:1', runAt: '2031-05-06T09:08:09+02:00' })).json();
     expect(job).toMatchObject({ queue: 'mail.out:1', runAt });
     const queues = (await get('/api/queues')).json();
-    expect(queues.queues).toEqual([{ queue: 'mail.out:1', queued: 0, scheduled: 1, running: 0, succeeded: 0, failed: 0, cancelled: 0, paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, updatedBy: null, updatedAt: null }]);
+    expect(queues.queues).toEqual([{ queue: 'mail.out:1', queued: 0, scheduled: 1, running: 0, succeeded: 0, failed: 0, cancelled: 0, blocked: 0, paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, updatedBy: null, updatedAt: null }]);
   });
 
   const invalid: [string, unknown, RegExp][] = [
@@ -265,7 +265,7 @@ describe('PATCH /api/queues/:queue', () => {
     const res = await patch('mail', { paused: true, concurrency: 5, groupConcurrency: 2, rateLimit: { count: 10, periodMs: 1000 } });
     expect(res.statusCode, res.body).toBe(200);
     const entry = {
-      queue: 'mail', queued: 0, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0,
+      queue: 'mail', queued: 0, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, blocked: 0,
       paused: true, concurrency: 5, groupConcurrency: 2, rateLimit: { count: 10, periodMs: 1000 },
       // Auth is off here: the change is recorded with no role.
       updatedBy: { role: null }, updatedAt: expect.any(String),
@@ -306,8 +306,8 @@ describe('operations', () => {
     await post('/api/jobs/batch', { jobs: [{ kind: 'a' }, { kind: 'b' }, { kind: 'c', queue: 'q2' }] });
     await s.queue.claim({ worker: 'host:1:abc', limit: 2, queues: ['default'] });
     expect((await get('/api/queues')).json().queues).toEqual([
-      { queue: 'default', queued: 0, scheduled: 0, running: 2, succeeded: 0, failed: 0, cancelled: 0, paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, updatedBy: null, updatedAt: null },
-      { queue: 'q2', queued: 1, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, updatedBy: null, updatedAt: null },
+      { queue: 'default', queued: 0, scheduled: 0, running: 2, succeeded: 0, failed: 0, cancelled: 0, blocked: 0, paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, updatedBy: null, updatedAt: null },
+      { queue: 'q2', queued: 1, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, blocked: 0, paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, updatedBy: null, updatedAt: null },
     ]);
     // A holder of jobs that never registered (the core API used directly) is still listed.
     expect((await get('/api/workers')).json().workers).toEqual([{

@@ -113,6 +113,10 @@ export function jobFromEvent(ev: BoardEvent): BoardJob {
     timeoutMs: null,
     expireAt: null,
     waitingFor: null,
+    flowId: ev.flowId ?? null,
+    ref: null,
+    dependsOn: [],
+    onParentFailure: null,
     partial: true,
   };
   applyEventToJob(job, ev);

@@ -12,6 +12,7 @@ describe('mergeIntoPage (jobs table)', () => {
       idempotencyKey: null, runAt: null, createdAt: null, startedAt: null, finishedAt: null, lockedBy: null,
       leaseExpiresAt: null, cancelRequested: false, progress: null, result: null, lastError: null,
       group: null, tags: [], timeoutMs: null, expireAt: null, waitingFor: null,
+      flowId: null, ref: null, dependsOn: [], onParentFailure: null,
     };
   }
 
