@@ -16,7 +16,7 @@ export function ev(jobId: string, type: EventType, status: JobStatus, extra: Par
     data: null,
     flowId: null,
     ...extra,
-  } as BoardEvent;
+  };
 }
 
 export function counts(queue = 'default', c: Partial<QueueCounts> = {}): QueueCounts {
