@@ -68,4 +68,12 @@ export default tseslint.config(
       parserOptions: { parser: tseslint.parser },
     },
   },
+  {
+    // The SQL is the core's: outside queue/, code goes through its services, so a statement's
+    // callers are all in one place.
+    files: ['{worker,server,client,bench,test,bin,web}/**/*.{ts,svelte}'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['**/queue/sql/*'], message: 'use the core (queue/) instead of its SQL' }] }],
+    },
+  },
 );

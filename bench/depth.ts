@@ -20,7 +20,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 /** Median ms of one claim of 16 + its completion, at `depth` queued and `depth` finished jobs. */
 export async function claimCost(databaseUrl: string, depth: number, say: (line: string) => void): Promise<number> {
   await migrate(databaseUrl);
-  // The worker's own setting (see WorkerOptions.asyncCommit): no fsync wait per commit.
+  // No fsync wait per commit (as with HERALD_ASYNC_COMMIT=1): this measures the statements, not the disk.
   const pool = createPool(withSessionSetting(databaseUrl, 'synchronous_commit', 'off'), { max: 1, applicationName: 'herald:bench-depth' });
   const queue = new Queue(pool);
   try {

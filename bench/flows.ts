@@ -1,5 +1,5 @@
 // `npm run bench -- --flows [--json]`: what workflows cost, on one fresh database (herald_bench_flows):
-//   1. creation: a 1,000-job flow (1 → 998 → 1, 1,996 edges) through Queue.flows.create, median ms;
+//   1. creation: a 1,000-job flow (1 → 998 → 1, 1,996 edges) through Queue.createFlow, median ms;
 //   2. fan-in: 300 parents → 1 child, BENCH_FLOW_FANINS (20) times; the child's start after its
 //      last parent ended: started_at of the child − the latest finished_at of its parents;
 //   3. chain: a 1,000-deep chain; the same gap for each of its 999 links.
@@ -55,7 +55,7 @@ export async function flowsBench(url: string, say: (line: string) => void): Prom
     const create: number[] = [];
     for (let i = 0; i < 7; i++) {
       const t0 = performance.now();
-      await queue.flows.create('bench', flow1000);
+      await queue.createFlow('bench', flow1000);
       create.push(performance.now() - t0);
     }
     say(`  1,000-job flow created in ${round1(median(create))} ms (median of 7)`);
@@ -67,7 +67,7 @@ export async function flowsBench(url: string, say: (line: string) => void): Prom
       const fanin: number[] = [];
       const parents = Array.from({ length: 300 }, (_, i) => ({ ref: `p${i}`, job }));
       for (let i = 0; i < fanins; i++) {
-        const { flow } = await queue.flows.create('fanin', [...parents, { ref: 'child', dependsOn: parents.map((p) => p.ref), job }]);
+        const { flow } = await queue.createFlow('fanin', [...parents, { ref: 'child', dependsOn: parents.map((p) => p.ref), job }]);
         await finished(pool, flow.id);
         fanin.push(...(await startGaps(pool, flow.id)));
       }
@@ -77,7 +77,7 @@ export async function flowsBench(url: string, say: (line: string) => void): Prom
       // 3. A 1,000-deep chain.
       const chain = Array.from({ length: 1000 }, (_, i) => ({ ref: `n${i}`, dependsOn: i ? [`n${i - 1}`] : [], job }));
       const t0 = performance.now();
-      const { flow } = await queue.flows.create('chain', chain);
+      const { flow } = await queue.createFlow('chain', chain);
       await finished(pool, flow.id);
       const chainMs = performance.now() - t0;
       const chainP = round(percentiles(await startGaps(pool, flow.id)));

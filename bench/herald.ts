@@ -27,7 +27,6 @@ function producer(databaseUrl: string): { pool: pg.Pool; queue: Queue } {
 /** Extra worker settings from the environment, to measure one change at a time. */
 function tuning(): Partial<WorkerOptions> {
   const t: Partial<WorkerOptions> = {};
-  if (process.env.BENCH_HERALD_ASYNC_COMMIT) t.asyncCommit = process.env.BENCH_HERALD_ASYNC_COMMIT !== '0';
   if (process.env.BENCH_HERALD_CLAIM_AHEAD_MS) t.claimAheadMs = Number(process.env.BENCH_HERALD_CLAIM_AHEAD_MS);
   return t;
 }
@@ -37,7 +36,8 @@ function worker(databaseUrl: string, noop: (payload: { i?: number }) => void) {
     databaseUrl,
     concurrency: CONCURRENCY,
     tasks: { [KIND]: async (payload) => noop(payload as { i?: number }) },
-    // Defaults as shipped; only the task set is the bench's.
+    // Defaults as shipped (durable commits: the bench database's synchronous_commit decides, as
+    // for every peer); only the task set is the bench's.
     ...tuning(),
   });
 }

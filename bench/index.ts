@@ -1,6 +1,8 @@
-// `npm run bench [-- --json] [-- --rounds N] [-- --only herald,sql]`: Herald against
-// graphile-worker (default and batched), pg-boss and a bare-SQL floor, on the same PostgreSQL,
-// in one run. `--depth` instead measures Herald's claim at 1k, 100k and 1M queued (depth.ts);
+// `npm run bench [-- --json] [-- --rounds N] [-- --only herald,sql] [-- --commit sync|async|both]`:
+// Herald against graphile-worker (default and batched), pg-boss, BullMQ on PostgreSQL and a
+// bare-SQL floor, on the same PostgreSQL, in one run. Every runner runs with the same commit
+// durability: its bench database's synchronous_commit, on (the headline) and off (a second
+// column). Each of `--rounds` (3) runs every runner once per setting, the order rotating. `--depth` instead measures Herald's claim at 1k, 100k and 1M queued (depth.ts);
 // `--http` Herald's single POST against a bare Fastify INSERT route (http.ts); `--search` search
 // latency at 1M jobs and a payload GIN index's enqueue cost (search.ts). Each runner gets a
 // fresh database of its own (herald_bench_<name>; BENCH_DB_PREFIX
@@ -9,7 +11,8 @@
 // Sizes: BENCH_JOBS (20000), BENCH_LATENCY_COUNT (300), BENCH_LATENCY_INTERVAL_MS (10).
 // `npm run bench -- --flows`: workflow creation and child start latency (flows.ts).
 // `npm run bench -- --sse`: POST → every SSE client at 1, 10, 100 and 1,000 clients (server-sse-latency.ts).
-// With --rounds N each figure is the median of N runs (the order rotates every round).
+// `--producers`: 64 sessions inserting single jobs over SQL, herald.jobs against a table of the
+// same shape with no trigger (producers.ts).
 import os from 'node:os';
 import pg from 'pg';
 import { openDatabase, withDatabase } from '../queue/database.ts';
@@ -24,10 +27,12 @@ import { migrate } from '../queue/migrate.ts';
 import { percentiles, type Percentiles } from './peers/stats.ts';
 import type { PeerRunner } from './peers/types.ts';
 import { sseLatency, sseTable } from './server-sse-latency.ts';
+import { producerRate, setupProducers } from './producers.ts';
 
-/** The runners in --json order; graphile_batched has no latency entry (the same LISTEN path as graphile). */
-const DRAIN = ['herald', 'graphile', 'graphile_batched', 'pgboss', 'sql'];
-const LATENCY = ['herald', 'graphile', 'pgboss', 'sql'];
+/** The runners in --json order, in both tests. */
+const RUNNERS = ['herald', 'graphile', 'graphile_batched', 'pgboss', 'bullmq', 'sql'];
+const COMMITS = ['sync', 'async'] as const;
+type Commit = (typeof COMMITS)[number];
 
 function envInt(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -38,7 +43,10 @@ function envInt(name: string, fallback: number): number {
 }
 
 function parseArgs(argv: string[]) {
-  const args = { json: false, depth: false, http: false, sse: false, search: false, flows: false, rounds: 1, only: undefined as string[] | undefined };
+  const args = {
+    json: false, depth: false, http: false, sse: false, search: false, producers: false, flows: false,
+    rounds: 3, only: undefined as string[] | undefined, commits: [...COMMITS] as Commit[],
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--json') args.json = true;
@@ -49,19 +57,26 @@ function parseArgs(argv: string[]) {
     else if (a === '--rounds') args.rounds = Number(argv[++i]);
     else if (a === '--only') args.only = argv[++i].split(',');
     else if (a === '--sse') args.sse = true;
-    else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --http | --sse | --search | --flows | --rounds N --only herald,sql,...]`);
+    else if (a === '--producers') args.producers = true;
+    else if (a === '--commit') {
+      const c = argv[++i];
+      args.commits = c === 'both' ? [...COMMITS] : COMMITS.filter((x) => x === c);
+      if (!args.commits.length) throw new Error('--commit must be sync, async or both');
+    } else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --http | --sse | --search | --producers | --flows | --rounds N --only herald,sql,... --commit sync|async|both]`);
   }
   if (!Number.isInteger(args.rounds) || args.rounds < 1) throw new Error('--rounds must be a positive integer');
   return args;
 }
 
 
-async function freshDatabase(adminUrl: string, name: string): Promise<string> {
+/** A new database; `async` sets its sessions' synchronous_commit off, whoever opens them. */
+async function freshDatabase(adminUrl: string, name: string, commit: Commit = 'sync'): Promise<string> {
   const c = new pg.Client({ connectionString: adminUrl });
   await c.connect();
   try {
     await c.query(`DROP DATABASE IF EXISTS ${c.escapeIdentifier(name)} WITH (FORCE)`);
     await c.query(`CREATE DATABASE ${c.escapeIdentifier(name)}`);
+    if (commit === 'async') await c.query(`ALTER DATABASE ${c.escapeIdentifier(name)} SET synchronous_commit = off`);
   } finally {
     await c.end();
   }
@@ -91,9 +106,10 @@ async function main() {
 
   const db = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: process.env.HERALD_DATA_DIR || '.herald' });
   const adminUrl = withDatabase(db.url, 'postgres');
-  if (args.depth || args.http || args.search || args.flows) {
+  if (args.depth || args.http || args.search || args.producers || args.flows) {
     try {
       if (args.depth) await depthBench(adminUrl, args.json, say);
+      else if (args.producers) await producersBench(adminUrl, args.rounds, args.json, say);
       else if (args.http) await compareHttp(adminUrl, args.json, say);
       else if (args.flows) {
         say(`Herald flows bench: PostgreSQL ${await serverVersion(adminUrl)}`);
@@ -111,53 +127,79 @@ async function main() {
   const runners: PeerRunner[] = [herald, ...peers].filter((r) => !args.only || args.only.includes(r.name));
   const drains = new Map<string, number[]>();
   const latencies = new Map<string, Percentiles[]>();
+  const add = <T>(m: Map<string, T[]>, key: string, x: T) => m.set(key, [...(m.get(key) ?? []), x]);
   try {
     const version = await serverVersion(adminUrl);
     say(`Herald bench: PostgreSQL ${version} (${process.env.DATABASE_URL ? 'DATABASE_URL' : 'embedded'}), ${os.cpus().length} cores, ` +
-      `drain ${jobs} no-op jobs, latency ${count} jobs ${intervalMs} ms apart, concurrency 16, ${args.rounds} round(s)`);
+      `drain ${jobs} no-op jobs, latency ${count} jobs ${intervalMs} ms apart, concurrency 16, ` +
+      `synchronous_commit ${args.commits.map((c) => (c === 'sync' ? 'on' : 'off')).join(' and ')}, ${args.rounds} round(s)`);
     for (let round = 0; round < args.rounds; round++) {
-      for (const r of rotate(runners.filter((r) => DRAIN.includes(r.name)), round)) {
-        const url = await freshDatabase(adminUrl, benchDbName(r.name));
-        const rate = await r.drain(url, jobs);
-        drains.set(r.name, [...(drains.get(r.name) ?? []), rate]);
-        say(`  round ${round + 1}: ${r.name} drain ${Math.round(rate)} jobs/s`);
-      }
-      for (const r of rotate(runners.filter((r) => LATENCY.includes(r.name)), round)) {
-        const url = await freshDatabase(adminUrl, benchDbName(r.name));
-        const p = percentiles(await r.latency(url, count, intervalMs));
-        latencies.set(r.name, [...(latencies.get(r.name) ?? []), p]);
-        say(`  round ${round + 1}: ${r.name} latency p50 ${p.p50.toFixed(1)} / p95 ${p.p95.toFixed(1)} / p99 ${p.p99.toFixed(1)} ms`);
+      // Every round rotates the runners and flips which setting goes first.
+      for (const commit of rotate(args.commits, round)) {
+        for (const r of rotate(runners, round)) {
+          const rate = await r.drain(await freshDatabase(adminUrl, benchDbName(r.name), commit), jobs);
+          add(drains, `${commit}:${r.name}`, rate);
+          say(`  round ${round + 1} ${commit}: ${r.name} drain ${Math.round(rate)} jobs/s`);
+        }
+        for (const r of rotate(runners, round)) {
+          const p = percentiles(await r.latency(await freshDatabase(adminUrl, benchDbName(r.name), commit), count, intervalMs));
+          add(latencies, `${commit}:${r.name}`, p);
+          say(`  round ${round + 1} ${commit}: ${r.name} latency p50 ${p.p50.toFixed(1)} / p95 ${p.p95.toFixed(1)} / p99 ${p.p99.toFixed(1)} ms`);
+        }
       }
     }
   } finally {
     await db.close();
   }
+  const result = summarize(drains, latencies, args.commits);
+  const silenced = runners.map((r) => [r.name, r.silencedErrors?.() ?? 0] as const).filter(([, n]) => n > 0);
+  const notes = silenced.map(([name, n]) => `(${name} reported ${n} error/warning events during its runs)`);
+  process.stdout.write(`${[...resultTable(result, args.commits), ...notes].join('\n')}\n`);
+  // The headline keys (drain, latency) are the durable figures; *_async the same with synchronous_commit off.
+  if (args.json) process.stdout.write(`${JSON.stringify({ ...result.sync, ...suffixed(result.async, '_async'), rounds: args.rounds })}\n`);
+}
 
-  const drain = Object.fromEntries([...drains].map(([k, v]) => [k, Math.round(median(v))]));
-  const round1 = (x: number) => Math.round(x * 100) / 100;
-  const latency = Object.fromEntries(
-    [...latencies].map(([k, v]) => [k, { p50: round1(median(v.map((p) => p.p50))), p95: round1(median(v.map((p) => p.p95))), p99: round1(median(v.map((p) => p.p99))) }]),
-  );
+type Figures = { drain: Record<string, number>; latency: Record<string, Percentiles> };
+
+function summarize(drains: Map<string, number[]>, latencies: Map<string, Percentiles[]>, commits: Commit[]): Partial<Record<Commit, Figures>> {
+  const two = (x: number) => Math.round(x * 100) / 100;
+  const of = <T>(m: Map<string, T[]>, commit: Commit) =>
+    [...m].filter(([k]) => k.startsWith(`${commit}:`)).map(([k, v]) => [k.slice(commit.length + 1), v] as const);
+  return Object.fromEntries(commits.map((commit) => [commit, {
+    drain: Object.fromEntries(of(drains, commit).map(([k, v]) => [k, Math.round(median(v))])),
+    latency: Object.fromEntries(of(latencies, commit).map(([k, v]) => [k, {
+      p50: two(median(v.map((p) => p.p50))), p95: two(median(v.map((p) => p.p95))), p99: two(median(v.map((p) => p.p99))),
+    }])),
+  }]));
+}
+
+const suffixed = (f: Figures | undefined, suffix: string) => (f ? { [`drain${suffix}`]: f.drain, [`latency${suffix}`]: f.latency } : {});
+
+/** Medians, synchronous commits first, then the same with synchronous_commit off. */
+function resultTable(result: Partial<Record<Commit, Figures>>, commits: Commit[]): string[] {
   const ratio = (a: number | undefined, b: number | undefined) => (a && b ? `${(a / b).toFixed(2)}×` : '');
-  const pad = (s: string, n: number) => s.padEnd(n);
-  const lpad = (s: string, n: number) => s.padStart(n);
-
+  const cell = (s: string, n: number) => s.padStart(n);
+  const label = (c: Commit) => (c === 'sync' ? 'sync commit' : 'async commit');
   const out: string[] = [''];
-  out.push(`${pad('drain', 18)}${lpad('jobs/s', 10)}${lpad('herald/peer', 14)}`);
-  for (const name of DRAIN.filter((n) => n in drain)) {
-    out.push(`${pad(`  ${name}`, 18)}${lpad(drain[name].toLocaleString('en-US'), 10)}${lpad(name === 'herald' ? '' : ratio(drain.herald, drain[name]), 14)}`);
+  out.push(`${'drain jobs/s'.padEnd(18)}${commits.map((c) => `${cell(label(c), 14)}${cell('herald/peer', 13)}`).join('')}`);
+  for (const name of RUNNERS.filter((n) => commits.some((c) => result[c]?.drain[n] !== undefined))) {
+    const cols = commits.map((c) => {
+      const d = result[c]!.drain;
+      return `${cell(d[name]?.toLocaleString('en-US') ?? '', 14)}${cell(name === 'herald' ? '' : ratio(d.herald, d[name]), 13)}`;
+    });
+    out.push(`${`  ${name}`.padEnd(18)}${cols.join('')}`);
   }
   out.push('');
-  out.push(`${pad('latency (ms)', 18)}${lpad('p50', 8)}${lpad('p95', 8)}${lpad('p99', 8)}${lpad('herald/peer p50', 18)}${lpad('p99', 8)}`);
-  for (const name of LATENCY.filter((n) => n in latency)) {
-    const l = latency[name];
-    const vs = name === 'herald' ? ['', ''] : [ratio(latency.herald?.p50, l.p50), ratio(latency.herald?.p99, l.p99)];
-    out.push(`${pad(`  ${name}`, 18)}${lpad(l.p50.toFixed(1), 8)}${lpad(l.p95.toFixed(1), 8)}${lpad(l.p99.toFixed(1), 8)}${lpad(vs[0], 18)}${lpad(vs[1], 8)}`);
+  out.push(`${'latency ms'.padEnd(18)}${commits.map((c) => `${cell(`${label(c)} p50`, 18)}${cell('p99', 7)}${cell('herald/peer p50', 17)}`).join('')}`);
+  for (const name of RUNNERS.filter((n) => commits.some((c) => result[c]?.latency[n] !== undefined))) {
+    const cols = commits.map((c) => {
+      const l = result[c]!.latency;
+      const p = l[name];
+      return `${cell(p ? p.p50.toFixed(1) : '', 18)}${cell(p ? p.p99.toFixed(1) : '', 7)}${cell(name === 'herald' ? '' : ratio(l.herald?.p50, p?.p50), 17)}`;
+    });
+    out.push(`${`  ${name}`.padEnd(18)}${cols.join('')}`);
   }
-  const silenced = runners.map((r) => [r.name, r.silencedErrors?.() ?? 0] as const).filter(([, n]) => n > 0);
-  for (const [name, n] of silenced) out.push(`(${name} reported ${n} error/warning events during its runs)`);
-  process.stdout.write(`${out.join('\n')}\n`);
-  if (args.json) process.stdout.write(`${JSON.stringify({ drain, latency })}\n`);
+  return out;
 }
 
 async function depthBench(adminUrl: string, json: boolean, say: (line: string) => void): Promise<void> {
@@ -192,6 +234,27 @@ async function compareHttp(adminUrl: string, json: boolean, say: (line: string) 
   if (json) process.stdout.write(`${JSON.stringify({ http: { herald: r.herald.requestsPerSecond, bare: r.bare.requestsPerSecond } })}\n`);
   await dropDatabase(adminUrl, benchDbName('http_herald'));
   await dropDatabase(adminUrl, benchDbName('http_bare'));
+}
+
+async function producersBench(adminUrl: string, rounds: number, json: boolean, say: (line: string) => void): Promise<void> {
+  const sessions = envInt('BENCH_PRODUCERS', 64);
+  const seconds = envInt('BENCH_PRODUCER_SECONDS', 5);
+  say(`Herald producers bench: PostgreSQL ${await serverVersion(adminUrl)}, ${sessions} sessions inserting single jobs, ${seconds} s a run, ${rounds} round(s)`);
+  const url = await freshDatabase(adminUrl, benchDbName('producers'));
+  await setupProducers(url);
+  const rates: Record<'herald' | 'plain', number[]> = { herald: [], plain: [] };
+  for (let round = 0; round < rounds; round++) {
+    for (const target of rotate(['herald', 'plain'] as const, round)) {
+      const rate = await producerRate(url, target, sessions, seconds);
+      rates[target].push(rate);
+      say(`  round ${round + 1}: ${target} ${Math.round(rate)} inserts/s`);
+    }
+  }
+  await dropDatabase(adminUrl, benchDbName('producers'));
+  const herald = Math.round(median(rates.herald));
+  const plain = Math.round(median(rates.plain));
+  process.stdout.write(`\n${sessions} producers, inserts/s: herald.jobs ${herald.toLocaleString('en-US')}, no trigger ${plain.toLocaleString('en-US')}, ratio ${(herald / plain).toFixed(2)}×\n`);
+  if (json) process.stdout.write(`${JSON.stringify({ producers: { herald, plain, sessions } })}\n`);
 }
 
 async function dropDatabase(adminUrl: string, name: string): Promise<void> {

@@ -1,5 +1,6 @@
 // The `herald` commands (README, "Commands"). Each one reads its settings from the environment
 // (queue/config.ts) and lets flags override them.
+import fs from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { loadConfig, type HeraldConfig } from '../queue/config.ts';
 import { openDatabase, createPool, type Database } from '../queue/database.ts';
@@ -8,29 +9,47 @@ import { createLogger, type Logger } from '../queue/log.ts';
 import { Queue } from '../queue/queue.ts';
 import { DEFAULTS } from '../queue/defaults.ts';
 import { ProcessLife } from './process-life.ts';
+import { enqueueInputOf, integerOrText, type EnqueueOptions } from './enqueue-input.ts';
+import { environmentHelp } from './help.ts';
+
+const { version } = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
 const csv = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
-const positiveInt = (v: string) => {
+const integer = (min: number, max = Number.MAX_SAFE_INTEGER) => (v: string) => {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
+  if (!/^\s*-?\d+\s*$/.test(v) || n < min || n > max) throw new InvalidArgumentError(`must be an integer from ${min} to ${max}`);
   return n;
 };
+const positiveInt = integer(1);
+const port = integer(0, 65_535);
 
-/** What commander parses from `herald enqueue`'s options. */
-interface EnqueueOptions {
-  queue: string;
-  priority: number;
-  runAt?: string;
-  maxAttempts?: number;
-  idempotencyKey?: string;
-}
-
-/** What commander parses from `herald worker`'s options. */
+/** What commander parses from `herald worker`'s options (`start` takes the first two). */
 interface WorkerCliOptions {
   queues?: string[];
   concurrency?: number;
   tasks?: string;
   capabilities?: string[];
+}
+
+/** What commander parses from the options of `herald server` and `herald start`. */
+interface ServerCliOptions {
+  host?: string;
+  port?: number;
+}
+
+/** `herald start` runs both. */
+type StartOptions = ServerCliOptions & Pick<WorkerCliOptions, 'queues' | 'concurrency'>;
+
+/** Adds the server's options; flags override HOST and PORT. */
+const withServerOptions = (command: Command) =>
+  command
+    .option('--host <host>', `address to listen on; another than loopback needs HERALD_TOKENS (env HOST, default ${DEFAULTS.host})`)
+    .option('--port <n>', `port to listen on, 0 for any free one (env PORT, default ${DEFAULTS.port})`, port);
+
+/** A bad HERALD_TOKENS stops the command before it starts PostgreSQL (startServer checks it again). */
+async function checkTokens(config: HeraldConfig): Promise<void> {
+  const { parseTokens } = await import('../server/auth.ts');
+  parseTokens(config.tokens);
 }
 
 async function boot(config: HeraldConfig, log: Logger, life: ProcessLife): Promise<Database> {
@@ -46,7 +65,11 @@ async function main() {
   const log = createLogger(config.logLevel, { stderr: process.argv[2] === 'enqueue', format: config.logFormat });
   const life = new ProcessLife(log);
   started = life;
-  const program = new Command('herald').description('Herald: a PostgreSQL job queue').showHelpAfterError();
+  const program = new Command('herald')
+    .description('Herald: a PostgreSQL job queue')
+    .version(version, '-v, --version')
+    .addHelpText('after', environmentHelp())
+    .showHelpAfterError();
 
   program
     .command('migrate')
@@ -59,28 +82,28 @@ async function main() {
 
   program
     .command('enqueue')
-    .description('add a job and print it as JSON')
+    .description(
+      'add a job by writing to the database directly (DATABASE_URL, or the embedded one in HERALD_DATA_DIR; no server needed) ' +
+        'and print it as JSON. Options are checked like POST /api/jobs',
+    )
     .argument('<kind>', 'the task kind')
     .argument('[payload]', 'the payload, as JSON', '{}')
-    .option('--queue <queue>', 'queue name', DEFAULTS.queue)
-    .option('--priority <n>', 'priority (higher runs first)', (v) => Number.parseInt(v, 10), 0)
-    .option('--run-at <iso>', 'do not run before this time')
-    .option('--max-attempts <n>', 'attempts before the job fails', positiveInt)
+    .option('--queue <queue>', `queue name (default ${DEFAULTS.queue})`)
+    .option('--priority <n>', `priority, -32768 to 32767; higher runs first (default ${DEFAULTS.priority})`, integerOrText)
+    .option('--run-at <iso>', 'do not run before this time (ISO 8601 with a time zone)')
+    .option('--max-attempts <n>', `attempts before the job fails (default ${DEFAULTS.maxAttempts})`, integerOrText)
     .option('--idempotency-key <key>', 'the same key returns the same job')
+    .option('--group <group>', 'the key of per-group limits (a tenant, a customer)')
+    .option('--tags <list>', 'labels to filter by (comma-separated)', csv)
+    .option('--requires <list>', 'capabilities a worker must offer (comma-separated)', csv)
+    .option('--timeout-ms <n>', 'an attempt running longer fails', integerOrText)
+    .option('--expire-at <iso>', 'a job still queued at this time never starts')
     .action(async (kind: string, payloadText: string, opts: EnqueueOptions) => {
-      let payload: unknown;
-      try {
-        payload = JSON.parse(payloadText);
-      } catch {
-        throw new InvalidArgumentError(`payload is not valid JSON: ${payloadText}`);
-      }
+      const input = enqueueInputOf(kind, payloadText, opts);
       const db = await boot(config, log, life);
       const pool = createPool(db.url, { max: 1 });
       life.started('pool', () => pool.end());
-      const { job } = await new Queue(pool).enqueue({
-        kind, payload, queue: opts.queue, priority: opts.priority, runAt: opts.runAt,
-        maxAttempts: opts.maxAttempts, idempotencyKey: opts.idempotencyKey,
-      });
+      const { job } = await new Queue(pool).enqueue(input);
       process.stdout.write(`${JSON.stringify(job)}\n`);
       await life.stop();
     });
@@ -89,7 +112,7 @@ async function main() {
     .command('worker')
     .description('run a worker process')
     .option('--queues <list>', 'queues to take (comma-separated; default all)', csv)
-    .option('--concurrency <n>', 'concurrent job slots', positiveInt)
+    .option('--concurrency <n>', `concurrent job slots (env HERALD_CONCURRENCY, default ${DEFAULTS.concurrency})`, positiveInt)
     .option('--tasks <dir>', 'directory of task files KIND.ts / KIND.js')
     .option('--capabilities <list>', 'tags this worker offers, for jobs that require them', csv)
     .action(async (opts: WorkerCliOptions) => {
@@ -108,20 +131,20 @@ async function main() {
       life.started('worker', () => worker.stop());
     });
 
-  program
-    .command('server')
-    .description('run the HTTP/SSE server')
-    .action(async () => {
-      const { startServer } = await import('../server/index.ts');
-      const db = await boot(config, log, life);
-      const server = await startServer({ ...serverSettings(config), databaseUrl: db.url, listenUrl: db.listenUrl, logger: log });
-      life.started('server', () => server.stop());
-    });
+  withServerOptions(program.command('server').description('run the HTTP/SSE server and the board (no worker)')).action(async (opts: ServerCliOptions) => {
+    await checkTokens(config);
+    const { startServer } = await import('../server/index.ts');
+    const db = await boot(config, log, life);
+    const server = await startServer({ ...serverSettings(config, opts), databaseUrl: db.url, listenUrl: db.listenUrl, logger: log });
+    life.started('server', () => server.stop());
+    log.info({ board: `${server.url}/` }, `the board is at ${server.url}/; jobs run once a worker does: npx herald worker --tasks ./tasks`);
+  });
 
-  program
-    .command('start')
-    .description('everything on one machine: database, migrations, server, a worker and the board')
-    .action(async () => {
+  withServerOptions(program.command('start').description('everything on one machine: database, migrations, server, a worker and the board'))
+    .option('--concurrency <n>', `the worker's job slots (env HERALD_CONCURRENCY, default ${DEFAULTS.concurrency})`, positiveInt)
+    .option('--queues <list>', 'queues the worker takes (comma-separated; default all)', csv)
+    .action(async (opts: StartOptions) => {
+      await checkTokens(config);
       const [{ startServer }, { startWorker }, { ensureBoardBuilt }] = await Promise.all([
         import('../server/index.ts'),
         import('../worker/index.ts'),
@@ -129,19 +152,24 @@ async function main() {
       ]);
       await ensureBoardBuilt(log);
       const db = await boot(config, log, life);
-      const server = await startServer({ ...serverSettings(config), databaseUrl: db.url, listenUrl: db.listenUrl, logger: log });
+      const server = await startServer({ ...serverSettings(config, opts), databaseUrl: db.url, listenUrl: db.listenUrl, logger: log });
       life.started('server', () => server.stop());
       const worker = await startWorker({
         ...workerSettings(config),
         databaseUrl: db.url,
         listenUrl: db.listenUrl,
-        queues: config.queues,
-        concurrency: config.concurrency,
+        queues: opts.queues ?? config.queues,
+        concurrency: opts.concurrency ?? config.concurrency,
         capabilities: [],
         logger: log,
       });
       life.started('worker', () => worker.stop());
-      log.info(`Herald is running: the board is at ${server.url}/`);
+      const url = server.url;
+      log.info({ board: `${url}/` }, `Herald is running: the board is at ${url}/`);
+      log.info(
+        `next: enqueue a job and watch it on the board: curl -X POST ${url}/api/jobs -H 'content-type: application/json' -d '{"kind":"echo","payload":{"hello":"world"}}'; ` +
+          'your own tasks: write tasks/hello.ts and run npx herald worker --tasks ./tasks (README, Quick start)',
+      );
     });
 
   await program.parseAsync(process.argv);
@@ -155,11 +183,12 @@ function workerSettings(c: HeraldConfig) {
     backoffMaxMs: c.backoffMaxMs,
     shutdownGraceMs: c.shutdownGraceMs,
     retentionMs: c.retentionMs,
+    asyncCommit: c.asyncCommit,
   };
 }
 
-function serverSettings(c: HeraldConfig) {
-  return { host: c.host, port: c.port, tokens: c.tokens };
+function serverSettings(c: HeraldConfig, opts: ServerCliOptions) {
+  return { host: opts.host ?? c.host, port: opts.port ?? c.port, tokens: c.tokens };
 }
 
 // Set once the logger exists; until then nothing has been started that would need stopping.

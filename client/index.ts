@@ -4,17 +4,19 @@
 import { createParser } from 'eventsource-parser';
 import type { Job, JobEvent } from '../queue/job.ts';
 import type {
-  Actor, EnqueueInput as CoreEnqueueInput, FeedHolder, JobPage, Queue, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo,
+  Actor, EnqueueInput as CoreEnqueueInput, JobPage, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo,
 } from '../queue/queue.ts';
 import type { HistoryBucket, HistoryRange } from '../queue/history.ts';
 import type { EventType, JobStatus } from '../queue/schema.ts';
-import type { BulkAction } from '../queue/sql/search.ts';
+import type { BulkAction } from '../queue/defaults.ts';
 import type { JobFilter } from '../queue/search.ts';
-import type { FlowDetail, FlowInfo, FlowStatus, Parent } from '../queue/flows.ts';
+import type { ErrorCode } from '../queue/errors.ts';
+import type { Health } from '../server/routes/health.schema.ts';
+import type { FlowDetail, FlowInfo, FlowStatus, Parent } from '../queue/services/flows.ts';
 
 // The API's shapes are declared once, here and in the core; the board imports them as types.
 export type { Job, JobStatus, EventType, JobPage, JobFilter, HistoryBucket, HistoryRange, BulkAction };
-export type { Actor, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo };
+export type { Actor, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo, Health, ErrorCode };
 export type { FlowDetail, FlowInfo, FlowStatus };
 /** One job of POST /api/flows: an enqueue body with its ref and the refs it waits for. */
 export type FlowJobInput = Omit<EnqueueInput, 'dependsOn'> & { ref: string; dependsOn?: string[] };
@@ -63,16 +65,6 @@ export interface BulkRequest {
 const filterParam = (k: string, v: unknown) =>
   k === 'payload' && typeof v !== 'string' ? JSON.stringify(v) : v instanceof Date ? v.toISOString() : String(v);
 
-export interface Health {
-  ok: boolean;
-  db: 'up' | 'down';
-  listener: 'up' | 'down' | 'polling';
-  streamLagMs: number | null;
-  /** The transaction of this database that holds the stream back (open 1 s or more), or null. */
-  streamHeldBy: FeedHolder | null;
-  tables: Awaited<ReturnType<Queue['tableStats']>>;
-}
-
 export interface StreamOptions {
   queue?: string;
   job?: string;
@@ -82,32 +74,44 @@ export interface StreamOptions {
   signal?: AbortSignal;
 }
 
-/** An error reply of the API, with Fastify's {statusCode, error, message}. */
+/** An error reply of the API: Fastify's {statusCode, error, message}, and its stable `code` (README, "Error codes"). */
 export class HeraldApiError extends Error {
   override name = 'HeraldApiError';
   constructor(
     readonly statusCode: number,
     message: string,
     readonly error: string = '',
+    /** Undefined when the reply was not Herald's (a proxy's error page, say). */
+    readonly code?: ErrorCode,
   ) {
     super(message);
   }
 }
 
 export interface HeraldClientOptions {
-  /** e.g. http://127.0.0.1:3000 */
+  /** e.g. http://127.0.0.1:3000; '' in a browser page served by Herald (same origin). */
   baseUrl: string;
-  /** A token from HERALD_TOKENS, sent as Authorization: Bearer. */
-  token?: string;
+  /**
+   * A token from HERALD_TOKENS, sent as Authorization: Bearer. A function is asked before every
+   * call, for a token that changes while the client lives (a page where the user types it).
+   */
+  token?: string | null | (() => string | null | undefined);
   fetch?: typeof fetch;
+  /** Called with every error reply before it is thrown (a page opens its token prompt on a 401). */
+  onError?: (error: HeraldApiError) => void;
+}
+
+/** Per call: a signal that aborts the request (the fetch rejects with an AbortError). */
+export interface CallOptions {
+  signal?: AbortSignal;
 }
 
 async function apiError(res: Response): Promise<HeraldApiError> {
   const text = await res.text().catch(() => '');
   try {
-    const body = JSON.parse(text) as { message?: unknown; error?: unknown } | null;
+    const body = JSON.parse(text) as { message?: unknown; error?: unknown; code?: ErrorCode } | null;
     if (body && typeof body.message === 'string') {
-      return new HeraldApiError(res.status, body.message, typeof body.error === 'string' ? body.error : '');
+      return new HeraldApiError(res.status, body.message, typeof body.error === 'string' ? body.error : '', body.code);
     }
   } catch {
     // not JSON: fall through
@@ -134,7 +138,14 @@ export class HeraldClient {
   }
 
   private headers(extra: Record<string, string> = {}): Record<string, string> {
-    return { accept: 'application/json', ...(this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}), ...extra };
+    const token = typeof this.opts.token === 'function' ? this.opts.token() : this.opts.token;
+    return { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}), ...extra };
+  }
+
+  private async fail(res: Response): Promise<HeraldApiError> {
+    const err = await apiError(res);
+    this.opts.onError?.(err);
+    return err;
   }
 
   private async call<T>(method: string, path: string, body?: unknown, init: { headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<{ status: number; headers: Headers; body: T }> {
@@ -144,7 +155,7 @@ export class HeraldClient {
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: init.signal,
     });
-    if (!res.ok) throw await apiError(res);
+    if (!res.ok) throw await this.fail(res);
     // 204 (a delete) has no body.
     const reply: unknown = res.status === 204 ? undefined : await res.json();
     return { status: res.status, headers: res.headers, body: reply as T };
@@ -161,114 +172,115 @@ export class HeraldClient {
   }
 
   /** Adds up to 1000 jobs, all or nothing; returns them in order. */
-  async enqueueBatch(jobs: EnqueueInput[]): Promise<Job[]> {
+  async enqueueBatch(jobs: EnqueueInput[], opts: CallOptions = {}): Promise<Job[]> {
     const body = { jobs: jobs.map((j) => ({ ...j, runAt: j.runAt instanceof Date ? j.runAt.toISOString() : j.runAt })) };
-    return (await this.call<{ jobs: Job[] }>('POST', '/api/jobs/batch', body)).body.jobs;
+    return (await this.call<{ jobs: Job[] }>('POST', '/api/jobs/batch', body, opts)).body.jobs;
   }
 
-  async get(id: string): Promise<Job> {
-    return (await this.call<Job>('GET', `/api/jobs/${encodeURIComponent(id)}`)).body;
+  async get(id: string, opts: CallOptions = {}): Promise<Job> {
+    return (await this.call<Job>('GET', `/api/jobs/${encodeURIComponent(id)}`, undefined, opts)).body;
   }
 
   /**
    * Newest first; pass `next` back as `before` for the next page. A search (payload, error,
    * time range) looks at 100,000 jobs per page: `searched` is set when that cut a page short.
    */
-  async list(filter: ListFilter = {}): Promise<JobPage> {
+  async list(filter: ListFilter = {}, opts: CallOptions = {}): Promise<JobPage> {
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(filter)) if (v !== undefined) q.set(k, filterParam(k, v));
     const qs = q.toString();
-    return (await this.call<JobPage>('GET', `/api/jobs${qs ? `?${qs}` : ''}`)).body;
+    return (await this.call<JobPage>('GET', `/api/jobs${qs ? `?${qs}` : ''}`, undefined, opts)).body;
   }
 
   /** Retries, cancels or deletes every job the filter matches (admin). `affected` is absent on a dry run. */
-  async bulk(req: BulkRequest): Promise<{ matched: number; affected?: number }> {
+  async bulk(req: BulkRequest, opts: CallOptions = {}): Promise<{ matched: number; affected?: number }> {
     const filter = Object.fromEntries(Object.entries(req.filter).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v]));
-    return (await this.call<{ matched: number; affected?: number }>('POST', '/api/jobs/bulk', { ...req, filter })).body;
+    return (await this.call<{ matched: number; affected?: number }>('POST', '/api/jobs/bulk', { ...req, filter }, opts)).body;
   }
 
   /** A queue's history: 1h in 1-minute buckets, 24h in 15-minute ones, 7d in hours. */
-  async queueStats(queue: string, range: HistoryRange = '1h'): Promise<HistoryBucket[]> {
+  async queueStats(queue: string, range: HistoryRange = '1h', opts: CallOptions = {}): Promise<HistoryBucket[]> {
     const path = `/api/queues/${encodeURIComponent(queue)}/stats?range=${range}`;
-    return (await this.call<{ buckets: HistoryBucket[] }>('GET', path)).body.buckets;
+    return (await this.call<{ buckets: HistoryBucket[] }>('GET', path, undefined, opts)).body.buckets;
   }
 
   /** A job's events, oldest first. */
-  async jobEvents(id: string): Promise<ApiJobEvent[]> {
-    return (await this.call<{ events: ApiJobEvent[] }>('GET', `/api/jobs/${encodeURIComponent(id)}/events`)).body.events;
+  async jobEvents(id: string, opts: CallOptions = {}): Promise<ApiJobEvent[]> {
+    return (await this.call<{ events: ApiJobEvent[] }>('GET', `/api/jobs/${encodeURIComponent(id)}/events`, undefined, opts)).body.events;
   }
 
-  async cancel(id: string): Promise<Job> {
-    return (await this.call<Job>('POST', `/api/jobs/${encodeURIComponent(id)}/cancel`)).body;
+  async cancel(id: string, opts: CallOptions = {}): Promise<Job> {
+    return (await this.call<Job>('POST', `/api/jobs/${encodeURIComponent(id)}/cancel`, undefined, opts)).body;
   }
 
-  async retry(id: string): Promise<Job> {
-    return (await this.call<Job>('POST', `/api/jobs/${encodeURIComponent(id)}/retry`)).body;
+  async retry(id: string, opts: CallOptions = {}): Promise<Job> {
+    return (await this.call<Job>('POST', `/api/jobs/${encodeURIComponent(id)}/retry`, undefined, opts)).body;
   }
 
-  async queues(): Promise<QueueCounts[]> {
-    return (await this.call<{ queues: QueueCounts[] }>('GET', '/api/queues')).body.queues;
+  async queues(opts: CallOptions = {}): Promise<QueueCounts[]> {
+    return (await this.call<{ queues: QueueCounts[] }>('GET', '/api/queues', undefined, opts)).body.queues;
   }
 
   /**
    * Pause or resume a queue, or set/clear its limits (admin). Absent keys stay; null clears a limit.
    * The reply's updatedBy names this client's token (its role and label).
    */
-  async patchQueue(queue: string, patch: QueueSettingsPatch): Promise<QueueInfo> {
-    return (await this.call<QueueInfo>('PATCH', `/api/queues/${encodeURIComponent(queue)}`, patch)).body;
+  async patchQueue(queue: string, patch: QueueSettingsPatch, opts: CallOptions = {}): Promise<QueueInfo> {
+    return (await this.call<QueueInfo>('PATCH', `/api/queues/${encodeURIComponent(queue)}`, patch, opts)).body;
   }
 
   /** Every live worker, idle ones too. */
-  async workers(): Promise<WorkerInfo[]> {
-    return (await this.call<{ workers: WorkerInfo[] }>('GET', '/api/workers')).body.workers;
+  async workers(opts: CallOptions = {}): Promise<WorkerInfo[]> {
+    return (await this.call<{ workers: WorkerInfo[] }>('GET', '/api/workers', undefined, opts)).body.workers;
   }
 
-  async schedules(): Promise<Schedule[]> {
-    return (await this.call<{ schedules: Schedule[] }>('GET', '/api/schedules')).body.schedules;
+  async schedules(opts: CallOptions = {}): Promise<Schedule[]> {
+    return (await this.call<{ schedules: Schedule[] }>('GET', '/api/schedules', undefined, opts)).body.schedules;
   }
 
   /** Creates or replaces a schedule (admin); `created` says which. */
-  async putSchedule(name: string, input: ScheduleInput): Promise<{ schedule: Schedule; created: boolean }> {
-    const res = await this.call<Schedule>('PUT', `/api/schedules/${encodeURIComponent(name)}`, input);
+  async putSchedule(name: string, input: ScheduleInput, opts: CallOptions = {}): Promise<{ schedule: Schedule; created: boolean }> {
+    const res = await this.call<Schedule>('PUT', `/api/schedules/${encodeURIComponent(name)}`, input, opts);
     return { schedule: res.body, created: res.status === 201 };
   }
 
-  async deleteSchedule(name: string): Promise<void> {
-    await this.call<unknown>('DELETE', `/api/schedules/${encodeURIComponent(name)}`);
+  async deleteSchedule(name: string, opts: CallOptions = {}): Promise<void> {
+    await this.call<unknown>('DELETE', `/api/schedules/${encodeURIComponent(name)}`, undefined, opts);
   }
 
   /** Makes the schedule's job now (admin). */
-  async runSchedule(name: string): Promise<Job> {
-    return (await this.call<Job>('POST', `/api/schedules/${encodeURIComponent(name)}/run`)).body;
+  async runSchedule(name: string, opts: CallOptions = {}): Promise<Job> {
+    return (await this.call<Job>('POST', `/api/schedules/${encodeURIComponent(name)}/run`, undefined, opts)).body;
   }
 
   /** Creates a flow (up to 1,000 jobs with refs and dependsOn); jobs come back in request order. */
-  async createFlow(jobs: FlowJobInput[], name?: string): Promise<{ flow: FlowInfo; jobs: Job[] }> {
-    return (await this.call<{ flow: FlowInfo; jobs: Job[] }>('POST', '/api/flows', { jobs, ...(name ? { name } : {}) })).body;
+  async createFlow(jobs: FlowJobInput[], name?: string, opts: CallOptions = {}): Promise<{ flow: FlowInfo; jobs: Job[] }> {
+    return (await this.call<{ flow: FlowInfo; jobs: Job[] }>('POST', '/api/flows', { jobs, ...(name ? { name } : {}) }, opts)).body;
   }
 
-  async flows(q: { status?: FlowStatus; before?: string; limit?: number } = {}): Promise<{ flows: FlowInfo[]; next: string | null }> {
+  async flows(q: { status?: FlowStatus; before?: string; limit?: number } = {}, opts: CallOptions = {}): Promise<{ flows: FlowInfo[]; next: string | null }> {
     const qs = new URLSearchParams(Object.entries(q).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)])).toString();
-    return (await this.call<{ flows: FlowInfo[]; next: string | null }>('GET', `/api/flows${qs ? `?${qs}` : ''}`)).body;
+    return (await this.call<{ flows: FlowInfo[]; next: string | null }>('GET', `/api/flows${qs ? `?${qs}` : ''}`, undefined, opts)).body;
   }
 
-  async flow(id: string): Promise<FlowDetail> {
-    return (await this.call<FlowDetail>('GET', `/api/flows/${encodeURIComponent(id)}`)).body;
+  async flow(id: string, opts: CallOptions = {}): Promise<FlowDetail> {
+    return (await this.call<FlowDetail>('GET', `/api/flows/${encodeURIComponent(id)}`, undefined, opts)).body;
   }
 
   /** Cancels (admin) every unfinished job of the flow, or retries its failed and cancelled ones; returns how many changed. */
-  async flowAction(id: string, action: 'cancel' | 'retry'): Promise<number> {
-    return (await this.call<{ affected: number }>('POST', `/api/flows/${encodeURIComponent(id)}/${action}`)).body.affected;
+  async flowAction(id: string, action: 'cancel' | 'retry', opts: CallOptions = {}): Promise<number> {
+    return (await this.call<{ affected: number }>('POST', `/api/flows/${encodeURIComponent(id)}/${action}`, undefined, opts)).body.affected;
   }
 
   /** A job's parents (dependsOn order) and children. */
-  async dependencies(id: string): Promise<{ parents: Relative[]; children: Relative[] }> {
-    return (await this.call<{ parents: Relative[]; children: Relative[] }>('GET', `/api/jobs/${encodeURIComponent(id)}/dependencies`)).body;
+  async dependencies(id: string, opts: CallOptions = {}): Promise<{ parents: Relative[]; children: Relative[] }> {
+    return (await this.call<{ parents: Relative[]; children: Relative[] }>('GET', `/api/jobs/${encodeURIComponent(id)}/dependencies`, undefined, opts)).body;
   }
 
-  async health(): Promise<Health> {
-    const res = await this.fetch(`${this.baseUrl}/api/health`, { headers: this.headers() });
-    if (res.status !== 200 && res.status !== 503) throw await apiError(res);
+  /** The health report; a 503 (database unreachable) still carries one. */
+  async health(opts: CallOptions = {}): Promise<Health> {
+    const res = await this.fetch(`${this.baseUrl}/api/health`, { headers: this.headers(), signal: opts.signal });
+    if (res.status !== 200 && res.status !== 503) throw await this.fail(res);
     return (await res.json()) as Health;
   }
 

@@ -1,9 +1,15 @@
-// NOTIFY channels; the triggers in drizzle/0001_triggers.sql send on them.
-/** Payload "QUEUE" (runnable now) or "QUEUE EPOCH_MS" (runnable then). */
+// NOTIFY channels; the triggers send on them (their live code: drizzle/current/functions/).
+/**
+ * Payload "QUEUE": work became runnable now in QUEUE (an insert, a retry, a requeue, or a slot
+ * of a paused or limited queue freed); "QUEUE EPOCH_MS": work becomes runnable then.
+ */
 export const JOBS_CHANNEL = 'herald_jobs';
 /** Empty payload: job_events has new rows. */
 export const EVENTS_CHANNEL = 'herald_events';
-/** Payload "cancel WORKER": a job that WORKER holds was asked to cancel. */
+/**
+ * Payload "cancel WORKER": a job that WORKER holds was asked to cancel; "queues": queue settings
+ * changed (workers re-read them); "schedules": schedules changed (schedulers re-read the next due time).
+ */
 export const CONTROL_CHANNEL = 'herald_control';
 
 /** Parses a herald_jobs payload. */

@@ -17,6 +17,14 @@ function oneOf<T extends string>(name: string, allowed: readonly T[], fallback: 
   return raw as T;
 }
 
+function bool(name: string, fallback: boolean): boolean {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === '1' || raw === 'true') return true;
+  if (raw === '0' || raw === 'false') return false;
+  throw new Error(`${name} must be 1, 0, true or false, got "${raw}"`);
+}
+
 function list(name: string): string[] | undefined {
   const raw = process.env[name];
   if (!raw) return undefined;
@@ -40,6 +48,7 @@ export interface HeraldConfig {
   backoffMaxMs: number;
   retentionMs: number;
   shutdownGraceMs: number;
+  asyncCommit: boolean;
 }
 
 export function loadConfig(): HeraldConfig {
@@ -49,7 +58,8 @@ export function loadConfig(): HeraldConfig {
     dataDir: process.env.HERALD_DATA_DIR || DEFAULTS.dataDir,
     host: process.env.HOST || DEFAULTS.host,
     port: int('PORT', DEFAULTS.port),
-    tokens: process.env.HERALD_TOKENS || undefined,
+    // Set but blank is an error (server/auth.ts), never auth off.
+    tokens: process.env.HERALD_TOKENS,
     logLevel: process.env.HERALD_LOG_LEVEL || DEFAULTS.logLevel,
     logFormat: oneOf('HERALD_LOG_FORMAT', LOG_FORMATS, DEFAULTS.logFormat),
     concurrency: int('HERALD_CONCURRENCY', DEFAULTS.concurrency, 1),
@@ -60,5 +70,6 @@ export function loadConfig(): HeraldConfig {
     backoffMaxMs: int('HERALD_BACKOFF_MAX_MS', DEFAULTS.backoffMaxMs, 1),
     retentionMs: int('HERALD_RETENTION_MS', DEFAULTS.retentionMs, 0),
     shutdownGraceMs: int('HERALD_SHUTDOWN_GRACE_MS', DEFAULTS.shutdownGraceMs, 0),
+    asyncCommit: bool('HERALD_ASYNC_COMMIT', DEFAULTS.asyncCommit),
   };
 }

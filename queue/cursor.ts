@@ -16,7 +16,7 @@ export function parseCursor(raw: string): Cursor {
   if (s === '0') return START;
   const m = /^(\d{1,20})\.(\d{1,19})$/.exec(s);
   if (!m || BigInt(m[1]) > 0xffffffffffffffffn || BigInt(m[2]) > 0x7fffffffffffffffn) {
-    throw new ValidationError(`Last-Event-ID "${s.slice(0, 60)}" is not a cursor this server issued; reconnect without it (live) or with 0 (from the beginning)`);
+    throw new ValidationError(`Last-Event-ID "${s.slice(0, 60)}" is not a cursor this server issued; reconnect without it (live) or with 0 (from the beginning)`, 'HERALD_INVALID_CURSOR');
   }
   return { tx: m[1], id: m[2] };
 }

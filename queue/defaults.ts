@@ -1,5 +1,5 @@
-// Every default Herald has, in one place. The environment (config.ts), the core (Queue), the
-// worker, the CLI, the HTTP schema and the table definitions all read these.
+// Every default Herald has, and the API's limits and fixed sets, in one place. The environment
+// (config.ts), the core, the worker, the CLI, the HTTP schema and the table definitions read these.
 const HOUR_MS = 3_600_000;
 
 export const DEFAULTS = {
@@ -17,9 +17,15 @@ export const DEFAULTS = {
   backoffMaxMs: HOUR_MS,
   /** Finished jobs (and their events) older than this are deleted; 0 keeps them. */
   retentionMs: 7 * 24 * HOUR_MS,
+  /**
+   * HERALD_ASYNC_COMMIT: the worker's claims, renewals and outcomes commit without waiting for the
+   * WAL flush. Off: a database crash can undo the last moments of acknowledged outcomes, and those
+   * jobs run again.
+   */
+  asyncCommit: false,
   /** On stop, how long running jobs may take to finish before they are handed back. */
   shutdownGraceMs: 30_000,
-  /** Jobs per page of a listing (GET /api/jobs, Queue.list). */
+  /** Jobs per page of a listing (GET /api/jobs, ReadService.list). */
   listLimit: 50,
   /** Jobs a search (group, tag, payload, error, time range) looks at per page, newest first. */
   searchWindow: 100_000,
@@ -27,6 +33,8 @@ export const DEFAULTS = {
   bulkBatch: 1_000,
   /** How often each worker and server tries the queue-history rollup (one of them does it). */
   historyEveryMs: 10_000,
+  /** The span of a queue's history when a request names none (GET /api/queues/:queue/stats). */
+  historyRange: '1h',
   /** How long queue history is kept. */
   historyRetentionMs: 30 * 24 * HOUR_MS,
   /** Concurrent jobs per worker process. */
@@ -50,13 +58,36 @@ export const DEFAULTS = {
   timezone: 'UTC',
 } as const;
 
+/**
+ * How long a worker whose liveness lock vanished (its listener connection dropped) has to
+ * reconnect and renew its leases before its jobs are taken for orphans and re-run.
+ */
+export const LOCK_LOSS_GRACE_MS = 1_000;
+/** How often each worker tries the reaper (one acts at a time): a SIGKILLed worker's jobs come back within ~2 s. */
+export const REAP_EVERY_MS = 500;
+
 /** The most attempts a job may have (a database check; retry never goes past it). */
 export const MAX_ATTEMPTS_LIMIT = 1000;
 
 /** Most tags a job may carry (a database check). */
 export const MAX_TAGS = 16;
+/** Most capabilities a job may require (a database check). */
+export const MAX_REQUIRES = 32;
+/** Longest queue, kind, group, tag or schedule name. */
+export const MAX_NAME_LENGTH = 128;
+/** What such a name may be (the database's checks hold the pattern). */
+export const NAME_RULE = `1-${MAX_NAME_LENGTH} characters of [A-Za-z0-9_.:-]`;
 /** Longest attempt a job may ask for (timeoutMs): one day. */
 export const MAX_TIMEOUT_MS = 86_400_000;
+
+/** How often a worker refreshes its registry row (last_seen_at). */
+export const WORKER_HEARTBEAT_MS = 2_000;
+/** A registry row not refreshed for this long is dead, lock or not (a frozen or cut-off process). */
+export const WORKER_STALE_MS = 5 * WORKER_HEARTBEAT_MS;
+
+/** What a bulk action can do to the jobs a filter matches (POST /api/jobs/bulk). */
+export const BULK_ACTIONS = ['retry', 'cancel', 'delete'] as const;
+export type BulkAction = (typeof BULK_ACTIONS)[number];
 
 /** Bounds of the queue settings (PATCH /api/queues/:queue); the table's checks say the same. */
 export const QUEUE_LIMITS = {

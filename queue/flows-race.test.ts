@@ -52,7 +52,7 @@ const types = async (id: string) => (await q.events(id)).map((e) => e.type);
 
 describe('two parents ending at once', () => {
   it('unblocks the child exactly once, whichever transaction takes its lock first', async () => {
-    const { jobs } = await q.flows.create(null, [
+    const { jobs } = await q.createFlow(null, [
       { ref: 'p1', job: { kind: 'p' } },
       { ref: 'p2', job: { kind: 'p' } },
       { ref: 'c', dependsOn: ['p1', 'p2'], job: { kind: 'c' } },
@@ -81,7 +81,7 @@ describe('two parents ending at once', () => {
   });
 
   it('a parent failing while another succeeds cancels the child once and never queues it', async () => {
-    const { jobs } = await q.flows.create(null, [
+    const { jobs } = await q.createFlow(null, [
       { ref: 'ok', job: { kind: 'p' } },
       { ref: 'bad', job: { kind: 'p' } },
       { ref: 'c', dependsOn: ['ok', 'bad'], job: { kind: 'c' } },
@@ -160,14 +160,14 @@ describe('concurrent claimers', () => {
       for (let k = 0; k < Math.min(i, rand(6)); k++) deps.add(`j${rand(i)}`);
       return { ref: `j${i}`, dependsOn: [...deps], job: { kind: 'k' } };
     });
-    const { flow } = await q.flows.create('dag', jobs);
+    const { flow } = await q.createFlow('dag', jobs);
     const workers = Array.from({ length: 4 }, (_, w) => {
       const s = session();
       return (async () => {
         for (;;) {
           const got = await s.claim({ worker: `w${w}`, kinds: ['k'], limit: 1 + (w % 3) });
           if (got.length === 0) {
-            const open = (await q.flows.get(flow.id))!.flow.status === 'running';
+            const open = (await q.flow(flow.id))!.flow.status === 'running';
             if (!open) return;
             await new Promise((r) => setTimeout(r, 2));
             continue;
@@ -177,7 +177,7 @@ describe('concurrent claimers', () => {
       })();
     });
     await Promise.all(workers);
-    const detail = (await q.flows.get(flow.id))!;
+    const detail = (await q.flow(flow.id))!;
     expect(detail.flow).toMatchObject({ status: 'succeeded', counts: { succeeded: N } });
     const { rows } = await db.pool.query(
       `SELECT job_id::text AS id, count(*) FILTER (WHERE type = 'unblocked')::int AS unblocked,

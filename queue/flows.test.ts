@@ -37,7 +37,7 @@ const byRef = (jobs: Job[]) => Object.fromEntries(jobs.map((j) => [j.ref!, j]));
 
 describe('creating a flow', () => {
   it('inserts parents first (smaller ids), returns jobs in request order, blocks the ones with parents', async () => {
-    const { flow, jobs } = await q.flows.create('etl', [
+    const { flow, jobs } = await q.createFlow('etl', [
       { ref: 'merge', dependsOn: ['a', 'b'], job: { kind: 'merge' } },
       { ref: 'a', dependsOn: ['fetch'], job: { kind: 'transform' } },
       { ref: 'b', dependsOn: ['fetch'], onParentFailure: 'run', job: { kind: 'transform' } },
@@ -52,7 +52,7 @@ describe('creating a flow', () => {
     expect(j.b.onParentFailure).toBe('run');
     expect(flow).toMatchObject({ name: 'etl', status: 'running', counts: { queued: 1, blocked: 3 } });
 
-    const detail = (await q.flows.get(flow.id))!;
+    const detail = (await q.flow(flow.id))!;
     expect(detail.flow).toMatchObject({ status: 'running', finishedAt: null, counts: { queued: 1, blocked: 3, succeeded: 0 } });
     expect(detail.edges).toEqual(
       expect.arrayContaining([[j.fetch.id, j.a.id], [j.fetch.id, j.b.id], [j.a.id, j.merge.id], [j.b.id, j.merge.id]]),
@@ -62,7 +62,7 @@ describe('creating a flow', () => {
   });
 
   it('refuses duplicate refs, unknown refs and cycles with 400s naming them, writing nothing', async () => {
-    const bad = (jobs: { ref: string; dependsOn?: string[] }[]) => q.flows.create(null, jobs.map((r) => ({ ...r, job: { kind: 'k' } })));
+    const bad = (jobs: { ref: string; dependsOn?: string[] }[]) => q.createFlow(null, jobs.map((r) => ({ ...r, job: { kind: 'k' } })));
     await expect(bad([{ ref: 'a' }, { ref: 'a' }])).rejects.toThrow(/duplicate ref "a"/);
     await expect(bad([{ ref: 'a', dependsOn: ['nope'] }])).rejects.toThrow(/unknown ref "a → nope"/);
     await expect(bad([{ ref: 'a', dependsOn: ['a'] }])).rejects.toThrow(/cycle: a → a/);
@@ -83,7 +83,7 @@ describe('unblocking', () => {
     listen.on('notification', (n) => heard.push(n.payload ?? ''));
     await listen.query('LISTEN herald_jobs');
     try {
-      const { jobs } = await q.flows.create(null, [
+      const { jobs } = await q.createFlow(null, [
         { ref: 'p1', job: { kind: 'p' } },
         { ref: 'p2', job: { kind: 'p', queue: 'other' } },
         { ref: 'c', dependsOn: ['p1', 'p2'], job: { kind: 'c', queue: 'kids' } },
@@ -100,7 +100,7 @@ describe('unblocking', () => {
       const unblocked = (await q.events(j.c.id))[1];
       expect(unblocked).toMatchObject({ status: 'queued', flowId: j.c.flowId });
       await expect.poll(() => heard).toContain('kids');
-      expect(await q.flows.parents(j.c.id)).toEqual([
+      expect(await q.parents(j.c.id)).toEqual([
         { id: j.p1.id, ref: 'p1', kind: 'p', status: 'succeeded', result: 1 },
         { id: j.p2.id, ref: 'p2', kind: 'p', status: 'succeeded', result: 2 },
       ]);
@@ -111,14 +111,14 @@ describe('unblocking', () => {
 
   it('never lets a worker take a blocked job, and a 1,000-parent child gets every parent in order', async () => {
     const refs = Array.from({ length: 1000 }, (_, i) => `p${i}`);
-    const { jobs } = await q.flows.create('wide', refs.map((ref) => ({ ref, job: { kind: 'p' } })));
+    const { jobs } = await q.createFlow('wide', refs.map((ref) => ({ ref, job: { kind: 'p' } })));
     const { job: all } = await q.enqueue({ kind: 'gather', dependsOn: jobs.map((j) => j.id).reverse() });
     expect(all.status).toBe('blocked');
     expect(await q.claim({ worker: W, kinds: ['gather'], limit: 10 })).toEqual([]);
     await run('p');
     const [child] = await q.claim({ worker: W, kinds: ['gather'], limit: 10 });
     expect(child.id).toBe(all.id);
-    const parents = await q.flows.parents(child.id);
+    const parents = await q.parents(child.id);
     expect(parents).toHaveLength(1000);
     expect(parents.map((p) => p.ref)).toEqual([...refs].reverse());
     expect(parents.every((p) => p.status === 'succeeded')).toBe(true);
@@ -128,7 +128,7 @@ describe('unblocking', () => {
 
 describe('parent failure', () => {
   it('cancels dependents down the graph with reason dependency_failed; "run" children run once all parents end', async () => {
-    const { flow, jobs } = await q.flows.create(null, [
+    const { flow, jobs } = await q.createFlow(null, [
       { ref: 'a', job: { kind: 'a' } },
       { ref: 'b', job: { kind: 'b' } },
       { ref: 'c', dependsOn: ['a'], job: { kind: 'c' } },
@@ -146,20 +146,20 @@ describe('parent failure', () => {
     await run('b');
     expect(await status(j.r.id)).toBe('queued');
     await run('r');
-    const detail = (await q.flows.get(flow.id))!;
+    const detail = (await q.flow(flow.id))!;
     expect(detail.flow).toMatchObject({ status: 'failed', counts: { succeeded: 2, failed: 1, cancelled: 3 } });
     expect(detail.flow.finishedAt).not.toBeNull();
   });
 
   it('cancels a 1,000-deep chain in one go when its root fails', async () => {
     const chain = Array.from({ length: 1000 }, (_, i) => ({ ref: `n${i}`, dependsOn: i ? [`n${i - 1}`] : [], job: { kind: i ? 'link' : 'root' } }));
-    const { flow } = await q.flows.create(null, chain);
+    const { flow } = await q.createFlow(null, chain);
     await run('root', false);
-    expect((await q.flows.get(flow.id))!.flow).toMatchObject({ status: 'failed', counts: { failed: 1, cancelled: 999 } });
+    expect((await q.flow(flow.id))!.flow).toMatchObject({ status: 'failed', counts: { failed: 1, cancelled: 999 } });
   });
 
   it('a deleted parent counts as failed for the children still waiting', async () => {
-    const { jobs } = await q.flows.create(null, [
+    const { jobs } = await q.createFlow(null, [
       { ref: 'done', job: { kind: 'x' } },
       { ref: 'slow', job: { kind: 'y' } },
       { ref: 'c', dependsOn: ['done', 'slow'], job: { kind: 'c' } },
@@ -202,22 +202,22 @@ describe('dependsOn existing jobs', () => {
 
 describe('flow actions', () => {
   it('cancel ends every unfinished job; a running one through its cancel request', async () => {
-    const { flow, jobs } = await q.flows.create(null, [
+    const { flow, jobs } = await q.createFlow(null, [
       { ref: 'a', job: { kind: 'a' } },
       { ref: 'b', dependsOn: ['a'], job: { kind: 'b' } },
       { ref: 'x', job: { kind: 'x' } },
     ]);
     const j = byRef(jobs);
     await q.claim({ worker: W, kinds: ['a'], limit: 1 });
-    expect(await q.flows.cancel(flow.id)).toBe(3);
+    expect(await q.cancelFlow(flow.id)).toBe(3);
     expect(await status(j.b.id)).toBe('cancelled');
     expect(await status(j.x.id)).toBe('cancelled');
     expect((await q.get(j.a.id))!).toMatchObject({ status: 'running', cancelRequested: true });
-    await expect(q.flows.cancel('999')).rejects.toThrow(/flow 999 does not exist/);
+    await expect(q.cancelFlow('999')).rejects.toThrow(/flow 999 does not exist/);
   });
 
   it('retry runs the failed jobs again and the jobs cancelled because of them wait again', async () => {
-    const { flow, jobs } = await q.flows.create(null, [
+    const { flow, jobs } = await q.createFlow(null, [
       { ref: 'ok', job: { kind: 'ok' } },
       { ref: 'bad', job: { kind: 'bad' } },
       { ref: 'mid', dependsOn: ['ok', 'bad'], job: { kind: 'mid' } },
@@ -228,17 +228,17 @@ describe('flow actions', () => {
     await run('ok');
     await run('bad', false);
     await run('side');
-    expect((await q.flows.get(flow.id))!.flow).toMatchObject({ status: 'failed', counts: { succeeded: 2, failed: 1, cancelled: 2 } });
+    expect((await q.flow(flow.id))!.flow).toMatchObject({ status: 'failed', counts: { succeeded: 2, failed: 1, cancelled: 2 } });
 
-    expect(await q.flows.retry(flow.id)).toBe(3);
+    expect(await q.retryFlow(flow.id)).toBe(3);
     expect(await status(j.bad.id)).toBe('queued');
     expect(await status(j.mid.id)).toBe('blocked');
     expect(await status(j.end.id)).toBe('blocked');
-    expect((await q.flows.get(flow.id))!.flow.status).toBe('running');
+    expect((await q.flow(flow.id))!.flow.status).toBe('running');
     await run('bad');
     await run('mid');
     await run('end');
-    const detail = (await q.flows.get(flow.id))!;
+    const detail = (await q.flow(flow.id))!;
     expect(detail.flow).toMatchObject({ status: 'succeeded', counts: { succeeded: 5, failed: 0, cancelled: 0 } });
     expect(await types(j.end.id)).toEqual(['enqueued', 'cancelled', 'retried', 'unblocked', 'claimed', 'succeeded']);
     // The succeeded side job ran once.
@@ -246,7 +246,7 @@ describe('flow actions', () => {
   });
 
   it('retrying one parent alone revives the jobs cancelled because of it', async () => {
-    const { jobs } = await q.flows.create(null, [
+    const { jobs } = await q.createFlow(null, [
       { ref: 'p', job: { kind: 'p' } },
       { ref: 'c', dependsOn: ['p'], job: { kind: 'c' } },
       { ref: 'g', dependsOn: ['c'], job: { kind: 'g' } },
@@ -261,14 +261,14 @@ describe('flow actions', () => {
   });
 
   it('lists flows newest first with a derived status filter', async () => {
-    const a = await q.flows.create('one', [{ ref: 'a', job: { kind: 'one' } }]);
-    const b = await q.flows.create('two', [{ ref: 'a', job: { kind: 'two' } }]);
+    const a = await q.createFlow('one', [{ ref: 'a', job: { kind: 'one' } }]);
+    const b = await q.createFlow('two', [{ ref: 'a', job: { kind: 'two' } }]);
     await run('one');
-    expect((await q.flows.list()).flows.map((f) => f.name)).toEqual(['two', 'one']);
-    expect((await q.flows.list({ status: 'succeeded' })).flows.map((f) => f.id)).toEqual([a.flow.id]);
-    expect((await q.flows.list({ status: 'running' })).flows.map((f) => f.id)).toEqual([b.flow.id]);
-    const page = await q.flows.list({ limit: 1 });
+    expect((await q.flows()).flows.map((f) => f.name)).toEqual(['two', 'one']);
+    expect((await q.flows({ status: 'succeeded' })).flows.map((f) => f.id)).toEqual([a.flow.id]);
+    expect((await q.flows({ status: 'running' })).flows.map((f) => f.id)).toEqual([b.flow.id]);
+    const page = await q.flows({ limit: 1 });
     expect(page.next).toBe(b.flow.id);
-    expect((await q.flows.list({ before: page.next!, limit: 1 })).flows[0].id).toBe(a.flow.id);
+    expect((await q.flows({ before: page.next!, limit: 1 })).flows[0].id).toBe(a.flow.id);
   });
 });

@@ -3,12 +3,12 @@
 import { DEFAULTS } from './defaults.ts';
 import { Every } from './every.ts';
 import type { Logger } from './log.ts';
-import type { Queue } from './queue.ts';
+import type { MaintainService } from './services/maintain.ts';
 
-export function historyRollup(queue: Queue, log: Logger, everyMs: number = DEFAULTS.historyEveryMs): Every {
+export function historyRollup(history: Pick<MaintainService, 'rollupHistory'>, log: Logger, everyMs: number = DEFAULTS.historyEveryMs): Every {
   return new Every(everyMs, async () => {
     try {
-      const n = await queue.rollupHistory();
+      const n = await history.rollupHistory();
       if (n) log.debug({ events: n }, 'rolled up queue history');
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'queue history rollup failed');

@@ -3,7 +3,7 @@ export { Queue, toErrorInfo } from './queue.ts';
 export type { EnqueueInput, Enqueued, Lease, ClaimRequest, QueueCount, QueueOptions, ErrorInfo, Actor, JobPage, BulkResult, ListOptions } from './queue.ts';
 export type { JobFilter } from './search.ts';
 export type { HistoryBucket, HistoryRange } from './history.ts';
-export { BULK_ACTIONS, type BulkAction } from './sql/search.ts';
+export { BULK_ACTIONS, type BulkAction } from './defaults.ts';
 export type { Job, JobEvent, JobProgress, WaitingFor } from './job.ts';
 export { HeraldError, ValidationError, NotFoundError, ConflictError } from './errors.ts';
 export { parseCursor, formatCursor, compareCursor, START, type Cursor } from './cursor.ts';

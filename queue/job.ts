@@ -1,70 +1,32 @@
-// The Job and JobEvent shapes of the HTTP API and the SSE stream, and their mapping from database rows.
-import type { EventType, JobStatus } from './schema.ts';
+// The Job and JobEvent shapes of the HTTP API and the SSE stream, and their mapping from database
+// rows. Both are derived from the tables in schema.ts (see json.ts), so a column is declared once.
+import type { JsonOf } from './json.ts';
+import type { jobEvents, jobs } from './schema.ts';
 import type { EventRow, JobRow } from './sql/rows.ts';
+import type { WaitingFor } from './sql/waiting.ts';
 
-export interface JobProgress {
-  percent: number;
-  message: string | null;
-}
+export { ON_PARENT_FAILURE, type JobProgress, type OnParentFailure } from './schema.ts';
+export { WAITING_REASONS, type WaitingFor } from './sql/waiting.ts';
 
-export interface Job {
-  id: string;
-  queue: string;
-  kind: string;
-  payload: unknown;
-  priority: number;
-  status: JobStatus;
-  attempt: number;
-  maxAttempts: number;
-  requires: string[];
-  idempotencyKey: string | null;
+/**
+ * A job as the API shows it: the columns of herald.jobs in camelCase, except `runAt` (the
+ * column available_at), `cancelRequested` (whether cancel_requested_at is set), the lock key and
+ * has_children, which stay inside; plus `dependsOn` (its parents) and `waitingFor`: why a queued
+ * job is held back, null when it is not queued or could start now.
+ */
+export type Job = Omit<JsonOf<typeof jobs.$inferSelect>, 'availableAt' | 'cancelRequestedAt' | 'ownerLock' | 'hasChildren'> & {
   runAt: string;
-  createdAt: string;
-  startedAt: string | null;
-  finishedAt: string | null;
-  lockedBy: string | null;
-  leaseExpiresAt: string | null;
   cancelRequested: boolean;
-  progress: JobProgress | null;
-  result: unknown;
-  lastError: { message: string; [k: string]: unknown } | null;
-  group: string | null;
-  tags: string[];
-  timeoutMs: number | null;
-  expireAt: string | null;
-  /** Why a queued job is held back; null when it is not queued or could start now. */
   waitingFor: WaitingFor | null;
-  /** The flow that made the job, and its ref there (null outside flows). */
-  flowId: string | null;
-  ref: string | null;
-  /** The job ids it waits for, in the order given. */
+  /** The job ids it waits for, in the order given (workflows; empty for a job without parents). */
   dependsOn: string[];
-  /** What a parent's failure does to it ('cancel' | 'run'); null for a job without parents. */
-  onParentFailure: OnParentFailure | null;
-}
+};
 
-export const ON_PARENT_FAILURE = ['cancel', 'run'] as const;
-export type OnParentFailure = (typeof ON_PARENT_FAILURE)[number];
-
-export const WAITING_REASONS = ['dependencies', 'scheduled', 'paused', 'concurrency', 'group_concurrency', 'rate_limit', 'no_worker'] as const;
-export type WaitingFor = (typeof WAITING_REASONS)[number];
-
-export interface JobEvent {
+/** An event as the API shows it: a row of herald.job_events, `eventId` its id, `cursor` its feed position (tx, id) as an opaque string (cursor.ts). */
+export type JobEvent = Omit<JsonOf<typeof jobEvents.$inferSelect>, 'id' | 'tx'> & {
   eventId: string;
-  jobId: string;
-  queue: string;
-  kind: string;
-  type: EventType;
-  status: JobStatus;
-  attempt: number;
-  worker: string | null;
-  at: string;
-  data: unknown;
-  /** The job's flow, or null. */
-  flowId: string | null;
-  /** The feed position (tx, id) as an opaque string; see cursor.ts. */
   cursor: string;
-}
+};
 
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
 

@@ -357,7 +357,7 @@ describe('fencing and the reaper', () => {
     await q.claim({ worker: W, limit: 2 });
     await q.cancel(b.id);
     await db.pool.query(`UPDATE herald.jobs SET lease_expires_at = now() - interval '1 s'`);
-    expect(await q.reap()).toEqual({ requeued: 0, failed: 1, cancelled: 1 });
+    expect(await q.reap()).toEqual({ requeued: 0, failed: 1, cancelled: 1, orphans: 0 });
     expect((await q.get(a.id))!.lastError).toMatchObject({ reason: 'lease_expired' });
   });
 
@@ -383,14 +383,26 @@ describe('fencing and the reaper', () => {
     expect((await q.get(job.id))!.status).toBe('succeeded');
   });
 
-  it('requeues at once the jobs of a worker whose liveness lock is gone', async () => {
+  it('a worker whose liveness lock is gone gets a short grace: requeued once it passes, kept if the worker renews', async () => {
     const session = await db.pool.connect();
     await session.query('SELECT pg_advisory_lock($1, $2)', [0x48524c44, 5555]);
-    await q.enqueueMany([{ kind: 'a' }, { kind: 'b' }]);
+    await q.enqueueMany([{ kind: 'a' }, { kind: 'b' }, { kind: 'c' }]);
     await q.claim({ worker: 'alive', limit: 1, ownerLock: 5555, leaseMs: 60_000 });
     const [orphan] = await q.claim({ worker: 'dead', limit: 1, ownerLock: 7777, leaseMs: 60_000 });
-    expect(await q.reap()).toMatchObject({ requeued: 1 });
+    const [blip] = await q.claim({ worker: 'blip', limit: 1, ownerLock: 8888, leaseMs: 60_000 });
+    // Locks 7777 and 8888 are missing: not a death yet, their leases end after the grace.
+    expect(await q.reap()).toMatchObject({ requeued: 0, orphans: 2 });
+    const lease = async (id: string) =>
+      (await db.pool.query(`SELECT lease_expires_at - now() AS left FROM herald.jobs WHERE id = $1`, [id])).rows[0].left;
+    expect((await lease(orphan.id)).seconds ?? 0).toBeLessThanOrEqual(1);
+    // The blipped worker reconnects: it retakes its lock and renews at once.
+    await session.query('SELECT pg_advisory_lock($1, $2)', [0x48524c44, 8888]);
+    expect((await q.heartbeat('blip', [{ id: blip.id, attempt: blip.attempt }], 60_000)).held.has(blip.id)).toBe(true);
+    // The grace passes (the shortened leases run out).
+    await db.pool.query(`UPDATE herald.jobs SET lease_expires_at = now() - interval '1 ms' WHERE lease_expires_at < now() + interval '2 s'`);
+    expect(await q.reap()).toMatchObject({ requeued: 1, orphans: 0 });
     expect((await q.get(orphan.id))!).toMatchObject({ status: 'queued', lastError: { reason: 'owner_gone' } });
+    expect((await q.get(blip.id))!).toMatchObject({ status: 'running', attempt: 1, lockedBy: 'blip' });
     await session.query('SELECT pg_advisory_unlock_all()');
     session.release();
   });

@@ -46,13 +46,31 @@ export const eventType = herald.enum('event_type', EVENT_TYPES);
 // xid8: the writing transaction's id, which orders the event feed (see queue/sql/feed.ts).
 const xid8 = customType<{ data: string }>({ dataType: () => 'xid8' });
 
-const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+const tstz = <Name extends string>(name: Name) => timestamp(name, { withTimezone: true, mode: 'date' });
 
 // Names are 1-128 of [A-Za-z0-9_.:-] (safe in URLs, NOTIFY payloads and logs); the database enforces it
 // as well as the HTTP schema, so no writer can store another.
 const NAME_CHARS = '[A-Za-z0-9_.:-]{1,128}';
 const NAME_PATTERN = `'^${NAME_CHARS}$'`;
 
+/** A running job's last progress report (jobs.progress). */
+export interface JobProgress {
+  percent: number;
+  message: string | null;
+}
+
+/** What a failed attempt left (jobs.last_error): the error's {message, name, stack}, truncated, or the core's reason. */
+export interface JobError {
+  message: string;
+  [k: string]: unknown;
+}
+
+/** What a parent's failure does to a waiting child: cancel it (down the graph) or run it anyway. */
+export const ON_PARENT_FAILURE = ['cancel', 'run'] as const;
+export type OnParentFailure = (typeof ON_PARENT_FAILURE)[number];
+
+// The one declaration of a job's shape: the row types (queue/sql/rows.ts) and the Job JSON
+// (queue/job.ts) are derived from it.
 export const jobs = herald.table(
   'jobs',
   {
@@ -76,9 +94,9 @@ export const jobs = herald.table(
     ownerLock: integer('owner_lock'),
     requires: text('requires').array().notNull().default(sql`'{}'::text[]`),
     idempotencyKey: text('idempotency_key'),
-    progress: jsonb('progress'),
+    progress: jsonb('progress').$type<JobProgress>(),
     result: jsonb('result'),
-    lastError: jsonb('last_error'),
+    lastError: jsonb('last_error').$type<JobError>(),
     cancelRequestedAt: tstz('cancel_requested_at'),
     // The key of per-group limits (one tenant, one customer); null: in no group.
     group: text('group'),
@@ -93,7 +111,7 @@ export const jobs = herald.table(
     // for finished rows that have it, so a job outside any workflow costs nothing more.
     flowId: bigint('flow_id', { mode: 'bigint' }),
     ref: text('ref'),
-    onParentFailure: text('on_parent_failure'),
+    onParentFailure: text('on_parent_failure').$type<OnParentFailure>(),
     // Null, not false, on plain jobs: nothing stored for them.
     hasChildren: boolean('has_children'),
   },

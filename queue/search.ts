@@ -6,7 +6,8 @@ import type { FilterParams } from './sql/search.ts';
 
 export interface JobFilter {
   queue?: string;
-  status?: JobStatus;
+  /** A status, or `scheduled`: queued jobs whose runAt is still ahead. */
+  status?: JobStatus | 'scheduled';
   kind?: string;
   /** JSON containment: {"user": 42} matches every payload that holds it. */
   payload?: unknown;

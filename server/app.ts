@@ -5,9 +5,10 @@ import helmet from '@fastify/helmet';
 import sse, { type SSEPluginOptions } from '@fastify/sse';
 import type { Logger } from 'pino';
 import type { ServerContext } from './context.ts';
-import { installAuth, type Tokens } from './auth.ts';
-import { installErrorHandlers } from './errors.ts';
+import { installAuth, redactUrl, type Tokens } from './auth.ts';
+import { frameworkErrors, installErrorHandlers } from './errors.ts';
 import { sharedSchemas } from './schemas.ts';
+import { MAX_NAME_LENGTH } from '../queue/defaults.ts';
 import { registerBoard } from './board.ts';
 import { registerDocs, registerOpenApi } from './routes/docs.ts';
 import { enqueueRoutes } from './routes/enqueue.ts';
@@ -18,7 +19,6 @@ import { healthRoutes } from './routes/health.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { eventRoutes } from './routes/events.ts';
 import { flowRoutes } from './routes/flows.ts';
-import { flowSchemas } from './flow-schemas.ts';
 
 const BODY_LIMIT = 1024 * 1024;
 const HEARTBEAT_MS = 15_000;
@@ -34,16 +34,24 @@ export interface AppOptions extends ServerContext {
   onClosing?: () => void;
 }
 
+function requestForLog(req: { id?: unknown; method?: string; url?: string }) {
+  return { id: req.id, method: req.method, url: redactUrl(req.url ?? '') };
+}
+
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
+    // Every line about a request goes through these serializers: the stream's ?token= never reaches a log.
     // The cast fixes Fastify's logger type parameter to its base type, which the routes are typed with.
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
-    loggerInstance: opts.logger as FastifyBaseLogger,
+    loggerInstance: opts.logger.child({}, { serializers: { url: redactUrl, req: requestForLog } }) as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
     // One line per request only at debug level (see the onResponse hook): info stays quiet under load.
     logController: new LogController({ disableRequestLogging: true }),
     // Unknown fields are rejected, not silently dropped: a typo like max_attempts gets a 400.
     ajv: { customOptions: { removeAdditional: false } },
+    // Every name fits in a path segment (Fastify's default stops at 100 characters).
+    routerOptions: { maxParamLength: MAX_NAME_LENGTH },
+    frameworkErrors,
   });
   // JSON only: a text/plain body gets a 415 rather than a confusing schema error.
   app.removeContentTypeParser('text/plain');
@@ -80,7 +88,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await registerOpenApi(app);
   installAuth(app, opts.tokens);
   installErrorHandlers(app);
-  for (const s of [...sharedSchemas, ...flowSchemas]) app.addSchema(s);
+  for (const s of sharedSchemas) app.addSchema(s);
 
   enqueueRoutes(app, ctx);
   jobRoutes(app, ctx);

@@ -5,6 +5,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Actor } from '../queue/queue.ts';
 import { errorBody } from './errors.ts';
+import { errors } from './schemas.ts';
 
 const ROLES = ['viewer', 'producer', 'admin'] as const;
 type Role = (typeof ROLES)[number];
@@ -19,6 +20,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Who sent the request, once auth has run: recorded on the events of manual actions. */
     actor: Actor;
+    /** Auth is off, or the request carries a valid token: public routes may show it details. */
+    known: boolean;
   }
 }
 
@@ -29,25 +32,34 @@ export interface Tokens {
   /** The role (and label) of a token, or undefined. Compares in constant time against every token. */
   actorOf(token: string): { role: Role; label?: string } | undefined;
   readonly size: number;
+  /** The auth mode in one line, for the start-up log ("auth: 2 viewer, 1 admin tokens"). */
+  describe(): string;
 }
 
 const LABEL = /^[A-Za-z0-9_.@-]{1,64}$/;
+const FORMAT = 'use role:token or role:label:token with role viewer, producer or admin';
 
 /**
- * Parses HERALD_TOKENS; throws a message that names the bad entry. An entry is role:token, or
- * role:label:token when the part after the role holds another colon: the label is then what
- * comes before it (1-64 of [A-Za-z0-9_.@-]), and the token the rest.
+ * Parses HERALD_TOKENS (undefined: unset, auth off). Set, every entry must be valid, so a typo
+ * or a stray comma never turns auth off unseen. An error names the bad entry by its position
+ * only: a token must never reach a log. An entry is role:token, or role:label:token when the
+ * part after the role holds another colon: the label is then what comes before it (1-64 of
+ * [A-Za-z0-9_.@-]), and the token the rest.
  */
 export function parseTokens(spec: string | undefined): Tokens {
   const entries: { hash: Buffer; role: Role; label?: string }[] = [];
   const seen = new Map<string, Role>();
-  for (const raw of (spec ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+  const parts = spec === undefined ? [] : spec.split(',');
+  parts.forEach((part, index) => {
+    const raw = part.trim();
+    const bad = (why: string) => new Error(`HERALD_TOKENS entry ${index + 1} of ${parts.length} ${why}: ${FORMAT}`);
+    if (!raw) throw bad('is empty (unset HERALD_TOKENS to run without auth, on loopback only)');
     const i = raw.indexOf(':');
     const role = raw.slice(0, i) as Role;
     let token = raw.slice(i + 1);
-    const bad = (why: string) =>
-      new Error(`HERALD_TOKENS entry "${raw.slice(0, 20)}…" ${why}: use role:token or role:label:token with role viewer, producer or admin`);
-    if (i < 0 || !ROLES.includes(role) || !token) throw bad('is malformed');
+    if (i < 0) throw bad('has no role');
+    if (!ROLES.includes(role)) throw bad('has an unknown role');
+    if (!token) throw bad('has no token');
     let label: string | undefined;
     const j = token.indexOf(':');
     if (j >= 0) {
@@ -55,10 +67,12 @@ export function parseTokens(spec: string | undefined): Tokens {
       token = token.slice(j + 1);
       if (!LABEL.test(label) || !token) throw bad('has a bad label (1-64 of [A-Za-z0-9_.@-]) or no token after it');
     }
-    if (seen.has(token) && seen.get(token) !== role) throw new Error(`HERALD_TOKENS gives one token two roles (${seen.get(token)} and ${role})`);
+    if (seen.has(token) && seen.get(token) !== role) {
+      throw new Error(`HERALD_TOKENS entry ${index + 1} gives a token two roles (${seen.get(token)} and ${role})`);
+    }
     seen.set(token, role);
     entries.push({ hash: digest(token), role, label });
-  }
+  });
   return {
     size: entries.length,
     actorOf(token: string) {
@@ -66,6 +80,11 @@ export function parseTokens(spec: string | undefined): Tokens {
       let found: { role: Role; label?: string } | undefined;
       for (const e of entries) if (timingSafeEqual(e.hash, h)) found = e.label ? { role: e.role, label: e.label } : { role: e.role };
       return found;
+    },
+    describe() {
+      if (entries.length === 0) return 'auth: off (loopback only)';
+      const counts = ROLES.map((r) => [r, entries.filter((e) => e.role === r).length] as const).filter(([, n]) => n > 0);
+      return `auth: ${counts.map(([r, n]) => `${n} ${r}`).join(', ')} token${entries.length === 1 ? '' : 's'}`;
     },
   };
 }
@@ -89,34 +108,81 @@ function bearer(request: FastifyRequest): string | undefined {
   return undefined;
 }
 
-function deny(reply: FastifyReply, status: 401 | 403, message: string) {
-  if (status === 401) reply.header('www-authenticate', 'Bearer realm="herald"');
-  return reply.code(status).send(errorBody(status, message));
+function deny(reply: FastifyReply, code: 'HERALD_UNAUTHORIZED' | 'HERALD_FORBIDDEN', message: string) {
+  const body = errorBody(code, message);
+  if (body.statusCode === 401) reply.header('www-authenticate', 'Bearer realm="herald"');
+  return reply.code(body.statusCode).send(body);
 }
 
-/** Checks each request against its route's role. No tokens configured: everything is open. */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** The host name of a Host header or an Origin, or undefined when it cannot be read. */
+function hostName(value: string, scheme = ''): string | undefined {
+  try {
+    return new URL(`${scheme}${value}`).hostname;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * With auth off the server answers only to this machine. A browser page of another site can
+ * still reach loopback: by DNS rebinding (its own name resolving to 127.0.0.1: the Host header
+ * gives it away, 421) or by a cross-site form or fetch (the Origin header does, 403).
+ */
+function installLoopbackGuard(app: FastifyInstance): void {
+  // The OpenAPI document says so on every route (403 is already there for the roles).
+  app.addHook('onRoute', (route) => {
+    const response = route.schema?.response as Record<string, unknown> | undefined;
+    if (response) Object.assign(response, errors(421));
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    const host = request.headers.host;
+    if (host !== undefined && !isLoopback(hostName(host, 'http://') ?? '')) {
+      return reply.code(421).send(errorBody('HERALD_MISDIRECTED', 'this server has no HERALD_TOKENS and answers only to a loopback Host (127.0.0.1, localhost, ::1)'));
+    }
+    const origin = request.headers.origin;
+    if (origin !== undefined && !SAFE_METHODS.has(request.method) && !isLoopback(hostName(origin) ?? '')) {
+      return reply.code(403).send(errorBody('HERALD_CROSS_SITE', 'a page of another site may not change anything on this server (its Origin is not loopback)'));
+    }
+  });
+}
+
+/** Checks each request against its route's role. No tokens configured: open, to loopback only. */
 export function installAuth(app: FastifyInstance, tokens: Tokens): void {
   // Without tokens nobody is known: actions record role null (auth off).
   app.decorateRequest('actor', null as unknown as Actor);
+  app.decorateRequest('known', false);
   app.addHook('onRequest', async (request) => {
     request.actor = { role: null };
+    request.known = tokens.size === 0;
   });
-  if (tokens.size === 0) return;
+  if (tokens.size === 0) return installLoopbackGuard(app);
   app.addHook('onRequest', async (request, reply) => {
     const need = request.routeOptions.config?.role;
-    if (!need) return;
     const token = bearer(request);
+    if (!need) {
+      // A public route: a valid token only unlocks details (health), a bad one is no error.
+      request.known = token !== undefined && tokens.actorOf(token) !== undefined;
+      return;
+    }
     if (!token) {
       const hint = request.headers.authorization ? 'the Authorization header must be "Bearer TOKEN"' : 'send Authorization: Bearer TOKEN';
-      return deny(reply, 401, `this route needs a token: ${hint}`);
+      return deny(reply, 'HERALD_UNAUTHORIZED', `this route needs a token: ${hint}`);
     }
     const actor = tokens.actorOf(token);
-    if (!actor) return deny(reply, 401, 'unknown token: it is not one of HERALD_TOKENS');
+    if (!actor) return deny(reply, 'HERALD_UNAUTHORIZED', 'unknown token: it is not one of HERALD_TOKENS');
     const role = actor.role;
     request.actor = actor;
+    request.known = true;
     if (rank(role) < rank(need)) {
       const allowed = ROLES.slice(rank(need)).join(' or ');
-      return deny(reply, 403, `a ${role} token cannot ${request.method} ${request.routeOptions.url}; it needs ${allowed}`);
+      return deny(reply, 'HERALD_FORBIDDEN', `a ${role} token cannot ${request.method} ${request.routeOptions.url}; it needs ${allowed}`);
     }
   });
+}
+
+/** A URL fit for a log line: the value of ?token= (the stream's credential) replaced. */
+export function redactUrl(url: string): string {
+  return url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]');
 }

@@ -1,24 +1,30 @@
 // One error shape for every reply, Fastify's {statusCode, error, message}, with a message a
-// person can act on. 4xx for what the caller can fix; 503 while the database is unreachable;
-// 500 only for real faults, logged with the request id and never with the stack in the reply.
+// person can act on, and a stable `code` from the table in queue/errors.ts that clients switch
+// on. 4xx for what the caller can fix; 503 while the database is unreachable; 500 only for real
+// faults, logged with the request id and never with the stack in the reply.
 import { STATUS_CODES } from 'node:http';
-import type { FastifyError, FastifyInstance } from 'fastify';
-import { HeraldError } from '../queue/errors.ts';
-import { MAX_ATTEMPTS_LIMIT, MAX_TAGS, MAX_TIMEOUT_MS, QUEUE_LIMITS } from '../queue/defaults.ts';
-import { NAME_RULE } from './schemas.ts';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ERROR_CODES, HeraldError, type ErrorCode } from '../queue/errors.ts';
+import { MAX_ATTEMPTS_LIMIT, MAX_NAME_LENGTH, MAX_REQUIRES, MAX_TAGS, MAX_TIMEOUT_MS, NAME_RULE, QUEUE_LIMITS } from '../queue/defaults.ts';
 
-export const errorBody = (statusCode: number, message: string) => ({
-  statusCode,
-  error: STATUS_CODES[statusCode] ?? 'Error',
-  message,
-});
-
-/** An error a route throws on purpose, with its status. */
-export class HttpError extends Error {
-  constructor(readonly statusCode: number, message: string) {
-    super(message);
-  }
+/** The reply body of an error: its status comes from the code's row in the table. */
+export function errorBody(code: ErrorCode, message: string) {
+  const statusCode = ERROR_CODES[code].status;
+  return { statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message, code };
 }
+
+// Fastify's own rejections (and a plugin's) by status, when no more precise code applies.
+const CODE_OF_STATUS: Record<number, ErrorCode> = {
+  400: 'HERALD_BAD_REQUEST',
+  404: 'HERALD_ROUTE_NOT_FOUND',
+  406: 'HERALD_NOT_ACCEPTABLE',
+  413: 'HERALD_BODY_TOO_LARGE',
+  415: 'HERALD_UNSUPPORTED_MEDIA_TYPE',
+};
+const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'HERALD_INVALID_JSON',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'HERALD_INVALID_JSON',
+};
 
 // What each field must be, for messages that say how to fix the request.
 const RULES: Record<string, string> = {
@@ -26,7 +32,7 @@ const RULES: Record<string, string> = {
   queue: `must be ${NAME_RULE}`,
   priority: 'must be an integer from -32768 to 32767',
   maxAttempts: `must be an integer from 1 to ${MAX_ATTEMPTS_LIMIT}`,
-  requires: 'must be a list of at most 32 tags, each 1-128 characters',
+  requires: `must be a list of at most ${MAX_REQUIRES} tags, each 1-${MAX_NAME_LENGTH} characters`,
   runAt: 'must be an ISO 8601 date-time with a time zone, e.g. 2030-01-01T12:00:00Z',
   idempotencyKey: 'must be a string of 1-255 characters',
   group: `must be ${NAME_RULE}`,
@@ -90,7 +96,7 @@ function fieldPath(instancePath: string): { path: string; field: string | undefi
 }
 
 /** Turns Fastify's (Ajv's) first validation error into one readable sentence. */
-function validationMessage(errors: AjvError[], context: string | undefined): string {
+export function validationMessage(errors: AjvError[], context: string | undefined): string {
   const e = errors[0];
   const part = PART_NAMES[context ?? ''] ?? context ?? 'request';
   const { path, field } = fieldPath(e.instancePath);
@@ -128,33 +134,54 @@ function isDatabaseUnavailable(err: { code?: string; message?: string }): boolea
   );
 }
 
+/**
+ * Fastify's errors from before routing (Fastify's `frameworkErrors` option): a URL that does not
+ * decode, and a path segment longer than any name, which is a name the schema would refuse anyway.
+ */
+export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const [code, message]: [ErrorCode, string] =
+    err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? ['HERALD_VALIDATION', `a path parameter is longer than ${MAX_NAME_LENGTH} characters: names are ${NAME_RULE}, job ids are digits`]
+      : err.code === 'FST_ERR_BAD_URL'
+        ? ['HERALD_BAD_REQUEST', 'the URL is not valid: a percent-encoding in its path does not decode']
+        : ['HERALD_INTERNAL', `internal server error (request ${request.id}); the server log has the details`];
+  if (code === 'HERALD_INTERNAL') request.log.error({ err }, 'request failed before routing');
+  void reply.code(ERROR_CODES[code].status).send(errorBody(code, message));
+}
+
+const isBareError = (p: unknown): p is { statusCode: number; message: string } =>
+  typeof p === 'object' && p !== null && 'statusCode' in p && 'message' in p && !('code' in p);
+
 export function installErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError & { validationContext?: string }, request, reply) => {
-    if (err.validation) {
-      return reply.code(400).send(errorBody(400, validationMessage(err.validation, err.validationContext)));
-    }
-    if (err instanceof HeraldError || err instanceof HttpError) {
-      return reply.code(err.statusCode).send(errorBody(err.statusCode, err.message));
-    }
+    const send = (code: ErrorCode, message: string) => reply.code(ERROR_CODES[code].status).send(errorBody(code, message));
+    if (err.validation) return send('HERALD_VALIDATION', validationMessage(err.validation, err.validationContext));
+    if (err instanceof HeraldError) return send(err.code, err.message);
     if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
       const type = String(request.headers['content-type'] ?? '').slice(0, 100);
-      return reply.code(415).send(errorBody(415, `content-type "${type}" is not accepted; send JSON with content-type: application/json`));
+      return send('HERALD_UNSUPPORTED_MEDIA_TYPE', `content-type "${type}" is not accepted; send JSON with content-type: application/json`);
     }
     if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      return reply.code(413).send(errorBody(413, 'the request body is larger than 1 MiB; send fewer or smaller jobs per request'));
+      return send('HERALD_BODY_TOO_LARGE', 'the request body is larger than 1 MiB; send fewer or smaller jobs per request');
     }
     if (isDatabaseUnavailable(err)) {
       request.log.warn({ err: err.message }, 'database unavailable');
-      return reply.code(503).send(errorBody(503, 'the database is unreachable right now; try again shortly'));
+      return send('HERALD_DATABASE_UNAVAILABLE', 'the database is unreachable right now; try again shortly');
     }
-    // Fastify's own 4xx (bad JSON, wrong content type, ...) already say what is wrong.
-    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
-    if (status < 500) return reply.code(status).send(errorBody(status, err.message));
+    // Fastify's own 4xx (bad JSON, a bad URL, ...) already say what is wrong.
+    const status = err.statusCode ?? 500;
+    if (status >= 400 && status < 500) return send(FASTIFY_CODES[err.code] ?? CODE_OF_STATUS[status] ?? 'HERALD_BAD_REQUEST', err.message);
     request.log.error({ err }, 'request failed');
-    return reply.code(500).send(errorBody(500, `internal server error (request ${request.id}); the server log has the details`));
+    return send('HERALD_INTERNAL', `internal server error (request ${request.id}); the server log has the details`);
+  });
+
+  // A plugin's own error reply (@fastify/sse's 406) gets a code too: every error body has one.
+  app.addHook('preSerialization', (_request, reply, payload: unknown, done) => {
+    if (reply.statusCode < 400 || !isBareError(payload)) return done(null, payload);
+    done(null, { ...payload, code: CODE_OF_STATUS[reply.statusCode] ?? 'HERALD_BAD_REQUEST' });
   });
 
   app.setNotFoundHandler((request, reply) => {
-    reply.code(404).send(errorBody(404, `there is no route ${request.method} ${request.url.split('?')[0]}; see /api/docs`));
+    reply.code(404).send(errorBody('HERALD_ROUTE_NOT_FOUND', `there is no route ${request.method} ${request.url.split('?')[0]}; see /api/docs`));
   });
 }

@@ -103,10 +103,11 @@ export async function createServer(opts: ServerOptions): Promise<HeraldServer> {
   };
 }
 
-/** What `herald server` and `herald start` run. Logs the URL it listens on (PORT=0 picks one). */
+/** What `herald server` and `herald start` run. Logs the URL it listens on (PORT=0 picks one) and its auth mode. */
 export async function startServer(opts: ServerOptions): Promise<HeraldServer & { url: string }> {
   const host = opts.host ?? DEFAULTS.host;
-  if (!opts.tokens && !isLoopback(host)) {
+  const tokens = parseTokens(opts.tokens);
+  if (tokens.size === 0 && !isLoopback(host)) {
     throw new Error(
       `HOST=${host} would let anyone who can reach this machine enqueue, cancel and retry jobs, and HERALD_TOKENS is unset. ` +
         'Set HERALD_TOKENS (e.g. "admin:SECRET,viewer:OTHER") or listen on 127.0.0.1',
@@ -114,6 +115,9 @@ export async function startServer(opts: ServerOptions): Promise<HeraldServer & {
   }
   const server = await createServer(opts);
   const wanted = opts.port ?? DEFAULTS.port;
+  // Fastify logs "Server listening at" once per address; the one line below says it (and the URL) once.
+  const log = server.app.log;
+  server.app.log = log.child({}, { level: 'warn' });
   try {
     await server.app.listen({ host, port: wanted });
   } catch (err) {
@@ -122,9 +126,12 @@ export async function startServer(opts: ServerOptions): Promise<HeraldServer & {
       throw new Error(`port ${wanted} on ${host} is already in use: set PORT to a free port (PORT=${wanted + 1}), or PORT=0 for any free port`, { cause: err });
     }
     throw err;
+  } finally {
+    server.app.log = log;
   }
   const { port } = server.app.server.address() as { port: number };
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  server.app.log.info({ url }, `Herald server listening on ${url}`);
+  log.info({ url }, `Herald server listening on ${url}`);
+  log.info(tokens.describe());
   return { ...server, url };
 }

@@ -7,7 +7,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { TestDatabase } from './support/db.ts';
 import type { HeraldProcess } from './support/herald-process.ts';
-import { startBoardStack, type BoardStack } from './support/board.ts';
+import { startBoardStack, watchPage, type BoardStack } from './support/board.ts';
 
 
 let stack: BoardStack;
@@ -33,8 +33,7 @@ async function open(hash: string): Promise<{ page: Page; errors: string[]; close
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   ctx.setDefaultTimeout(20_000);
   const page = await ctx.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
+  const errors = watchPage(page);
   await page.goto(`${server.url}/${hash}`);
   return { page, errors, close: () => ctx.close() };
 }
@@ -137,6 +136,8 @@ it('the workers page lists the registry, idle workers too', async () => {
   expect(takes).toContain('board-q, default');
   expect(takes).toContain('echo');
   expect(await row.textContent()).toContain(`pid ${worker.child.pid}`);
+  // An idle worker's Jobs cell says so rather than staying empty.
+  expect(await text(page, `worker-idle-${workerId}`)).toMatch(/^idle/);
   expect(errors).toEqual([]);
   await close();
 });

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBoardStack, type BoardStack } from './support/board.ts';
+import { callApi, startBoardStack, watchPage, type BoardStack } from './support/board.ts';
 import type { HeraldProcess } from './support/herald-process.ts';
 import { waitUntil } from './system/support.ts';
 
@@ -26,16 +26,7 @@ interface Job {
   status: string;
 }
 
-async function call<T>(method: string, route: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${server.url}${route}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${route} → ${res.status}: ${text}`);
-  return JSON.parse(text) as T;
-}
+const call = <T>(method: string, route: string, body?: unknown) => callApi<T>(server.url, method, route, body);
 const batch = (jobs: Record<string, unknown>[]) => call<{ jobs: Job[] }>('POST', '/api/jobs/batch', { jobs });
 const list = (q: string) => call<{ jobs: Job[] }>('GET', `/api/jobs?${q}`);
 
@@ -45,8 +36,7 @@ async function openPage(hash: string): Promise<{ page: Page; errors: string[]; c
   const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
   context.setDefaultTimeout(30_000);
   const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
+  const errors = watchPage(page);
   await page.goto(`${server.url}/${hash}`);
   await page.waitForSelector(`${tid('stream-state')}:text-is("live")`);
   return { page, errors, close: () => context.close() };

@@ -5,10 +5,8 @@
 // test must see running or mid-way is a `gated` job (test/support/gates.ts): it waits at each
 // step until the test opens it, so no test hopes that a timed job outlasts its own steps.
 //
-// Artifacts: test-artifacts/board-*.png (ignored by git). The README's screenshots come from the
-// last test alone, after a longer run of demo traffic, so that only the demo queues show:
-//   HERALD_DOCS_SCREENSHOT=1 npx vitest run test/board.test.ts -t screenshots
-// writes docs/board-overview.png and docs/board-job.png.
+// Artifacts: test-artifacts/board-*.png (ignored by git). The README's screenshots are made by
+// test/board-first-hour.test.ts.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,7 +14,7 @@ import pg from 'pg';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestDatabase } from './support/db.ts';
-import { startBoardStack, type BoardStack } from './support/board.ts';
+import { callApi, demoTraffic, startBoardStack, watchPage, type BoardStack } from './support/board.ts';
 import type { HeraldProcess } from './support/herald-process.ts';
 import { GATED_TASKS_DIR, Gates } from './support/gates.ts';
 import { startServer, waitUntil } from './system/support.ts';
@@ -24,7 +22,6 @@ import { postToRow } from '../bench/board-latency.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ARTIFACTS = path.join(ROOT, 'test-artifacts');
-const DOCS_SHOT = process.env.HERALD_DOCS_SCREENSHOT === '1';
 const XSS = `<script>window.__xss=1</script><img src=x onerror="window.__xss=2">`;
 const TERMINAL = ['succeeded', 'failed', 'cancelled'];
 
@@ -48,14 +45,7 @@ interface Job {
 // ---------------------------------------------------------------------------------------------
 // HTTP helpers (Node side)
 
-async function call<T>(method: string, route: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = {};
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${server.url}${route}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${route} → ${res.status}: ${text}`);
-  return JSON.parse(text) as T;
-}
+const call = <T>(method: string, route: string, body?: unknown) => callApi<T>(server.url, method, route, body);
 const enqueue = (job: Record<string, unknown>) => call<Job>('POST', '/api/jobs', job);
 const getJob = (id: string) => call<Job>('GET', `/api/jobs/${id}`);
 const getEvents = async (id: string) =>
@@ -76,7 +66,7 @@ const tid = (id: string) => `[data-testid="${id}"]`;
 interface Tab {
   context: BrowserContext;
   page: Page;
-  /** Uncaught exceptions in the page: every test expects none. */
+  /** Uncaught exceptions and console warnings or errors in the page: every test expects none. */
   errors: string[];
   dialogs: string[];
   /** Full page loads; "without a reload" means this stays at 1. */
@@ -99,7 +89,7 @@ async function openTab(url: string, hash = '#/', context?: BrowserContext): Prom
       else await ctx.close();
     },
   };
-  page.on('pageerror', (e) => tab.errors.push(String(e)));
+  tab.errors = watchPage(page);
   page.on('dialog', (d) => {
     tab.dialogs.push(`${d.type()}: ${d.message()}`);
     void d.dismiss();
@@ -144,7 +134,7 @@ async function shot(page: Page, name: string, opts: { fullPage?: boolean } = {})
 }
 
 function expectCleanTab(tab: Tab) {
-  expect(tab.errors, 'uncaught exceptions in the page').toEqual([]);
+  expect(tab.errors, 'uncaught exceptions and console warnings in the page').toEqual([]);
   expect(tab.dialogs, 'dialogs opened by the page').toEqual([]);
 }
 
@@ -474,53 +464,18 @@ describe('the board in Chromium', () => {
   });
 
   it('overview with queues and jobs in motion (screenshots)', async () => {
-    // The README's screenshots want a bigger window (the live feed in view) and a longer run.
-    const viewport = DOCS_SHOT ? { width: 1280, height: 1020 } : { width: 1280, height: 800 };
-    const context = await browser.newContext({ viewport });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const tab = await openTab(server.url, '#/', context);
     const { page } = tab;
     await streamState(page, 'live');
 
-    // Demo traffic on a few queues, paced (and swelling and ebbing) so that the charts have a
-    // shape, and still flowing while the screenshots are taken. The pauses pace the load; they do
-    // not wait for any state.
     const queues = ['emails', 'reports', 'images', 'webhooks'];
-    let stop = false;
-    let n = 0;
-    let seed = 42; // mulberry32: the same traffic every run
-    const random = () => {
-      seed = (seed + 0x6d2b79f5) | 0;
-      let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-      x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-      return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-    };
     // Two jobs held running for the whole test, so that "running" is on screen whatever the load.
     const held = [gates.create(), gates.create()];
     for (const [i, gate] of held.entries()) await enqueue({ kind: 'gated', queue: queues[i], payload: { gate: gate.url } });
-    const started = Date.now();
-    const traffic = (async () => {
-      while (!stop) {
-        const t = (Date.now() - started) / 1000;
-        // 1 to 5 jobs every 400 ms (7.5/s on average): within what the worker's 20 slots drain.
-        const count = Math.round(3 + 2 * Math.sin(t / 8));
-        const jobs = [];
-        for (let k = 0; k < count; k++, n++) {
-          const queue = queues[Math.floor(random() * queues.length)];
-          const r = random();
-          if (r < 0.45) jobs.push({ kind: 'sleep', queue, payload: { ms: 200 + Math.floor(random() * 2800) } });
-          else if (r < 0.57) jobs.push({ kind: 'progress', queue, payload: { steps: 10, stepMs: 250 + Math.floor(random() * 300) } });
-          else if (r < 0.70) jobs.push({ kind: 'flaky', queue, payload: { failTimes: 1 }, maxAttempts: random() < 0.3 ? 1 : 3 });
-          else if (r < 0.85) jobs.push({ kind: 'echo', queue, payload: { n } });
-          else if (r < 0.89) jobs.push({ kind: 'fail', queue, payload: { message: 'upstream answered 503' }, maxAttempts: 2 });
-          else jobs.push({ kind: 'sleep', queue, payload: { ms: 1000 }, runAt: new Date(Date.now() + 120_000).toISOString() });
-        }
-        await call('POST', '/api/jobs/batch', { jobs });
-        await new Promise((r) => setTimeout(r, 400));
-      }
-    })();
-    traffic.catch(() => {}); // awaited (and so reported) below
+    const traffic = demoTraffic((jobs) => call('POST', '/api/jobs/batch', { jobs }), queues);
     try {
-      await new Promise((r) => setTimeout(r, (DOCS_SHOT ? 80 : 4) * 1000));
+      await new Promise((r) => setTimeout(r, 4000)); // a few seconds of traffic: pacing, not waiting
       for (const q of queues) await page.waitForSelector(tid(`queue-row-${q}`));
       await page.waitForSelector(`${tid('recent-events')} >> text=claimed`);
       // Jobs in motion: some running right now.
@@ -537,23 +492,15 @@ describe('the board in Chromium', () => {
       await page.goto(`${server.url}/#/jobs/${job.id}`);
       midway.open(12);
       await percentWhere(page, 40, 100);
-      const jobShot = await shot(page, 'board-job-running.png');
-      if (DOCS_SHOT) {
-        for (const [name, from] of [['board-overview.png', file], ['board-job.png', jobShot]]) {
-          const to = path.join(ROOT, 'docs', name);
-          fs.copyFileSync(from, to);
-          console.log(JSON.stringify({ docsScreenshot: path.relative(ROOT, to), bytes: fs.statSync(to).size }));
-        }
-      }
+      await shot(page, 'board-job-running.png');
       await page.goto(`${server.url}/#/jobs`);
       await page.waitForSelector(`${tid('jobs-table')} [data-status]`);
       await shot(page, 'board-jobs.png');
     } finally {
-      stop = true;
       for (const gate of held) gate.open();
-      await traffic;
+      await traffic.stop();
     }
     expectCleanTab(tab);
     await context.close();
-  }, DOCS_SHOT ? 240_000 : 60_000);
+  }, 60_000);
 });

@@ -17,7 +17,7 @@ it('finishes a fan-out/fan-in flow after the worker running its middle job is ki
   const { db } = t;
   const workers = await Promise.all([1, 2].map(() => t.spawn({ args: ['--concurrency', '4', '--tasks', GATED_TASKS_DIR], env })));
   const gate = gates.create();
-  const { flow, jobs } = await db.queue.flows.create('crash', [
+  const { flow, jobs } = await db.queue.createFlow('crash', [
     { ref: 'fetch', job: { kind: 'echo', payload: { rows: 3 } } },
     { ref: 'slow', dependsOn: ['fetch'], job: { kind: 'gated', payload: { gate: gate.url } } },
     { ref: 'fast1', dependsOn: ['fetch'], job: { kind: 'echo', payload: { part: 1 } } },
@@ -35,7 +35,7 @@ it('finishes a fan-out/fan-in flow after the worker running its middle job is ki
   gate.open();
 
   const detail = await until(async () => {
-    const d = await db.queue.flows.get(flow.id);
+    const d = await db.queue.flow(flow.id);
     return d?.flow.status === 'running' ? null : d;
   }, 'the flow to end', 60_000);
   expect(detail.flow).toMatchObject({ status: 'succeeded', counts: { succeeded: 5 } });

@@ -55,6 +55,21 @@ describe('HeraldClient', () => {
     expect(conflict.message).toMatch(/already made job/);
   });
 
+  it('asks a token getter before every call, reports error replies to onError, and aborts a call by its signal', async () => {
+    let token: string | null = null;
+    const seen: number[] = [];
+    const page = new HeraldClient({ baseUrl: s.url, token: () => token, onError: (e) => seen.push(e.statusCode) });
+    expect((await apiError(page.queues())).statusCode).toBe(401);
+    token = TOKENS.admin;
+    expect(Array.isArray(await page.queues())).toBe(true);
+    expect(seen).toEqual([401]);
+    const aborted = new AbortController();
+    aborted.abort();
+    const err = await page.list({}, { signal: aborted.signal }).then(() => null, (e: unknown) => e);
+    expect(err).toMatchObject({ name: 'AbortError' });
+    expect(seen).toEqual([401]);
+  });
+
   it('throws HeraldApiError with the status and the server message', async () => {
     const bad = await apiError(producer.enqueue({ kind: 'no spaces' }));
     expect(bad).toMatchObject({ statusCode: 400, error: 'Bad Request' });

@@ -88,7 +88,12 @@ describe('health through a database outage', () => {
     await until(async () => (await health()).body.listener === 'down');
     const refused = await fetch(`${s.url}/api/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"kind":"k"}' });
     expect(refused.status).toBe(503);
-    expect(await refused.json()).toEqual({ statusCode: 503, error: 'Service Unavailable', message: expect.stringMatching(/database is unreachable/) });
+    expect(await refused.json()).toEqual({
+      statusCode: 503,
+      error: 'Service Unavailable',
+      message: expect.stringMatching(/database is unreachable/),
+      code: 'HERALD_DATABASE_UNAVAILABLE',
+    });
     // Metrics still answer; the tailer reports the database down after its next read fails.
     await until(async () => {
       const metrics = await fetch(`${s.url}/metrics`);

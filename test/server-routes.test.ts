@@ -1,6 +1,7 @@
 // Every route's success and each of its rejections, through fastify.inject on a real database.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { testServer, type TestServer } from './server-support.ts';
+import { ERROR_CODES, type ErrorCode } from '../queue/errors.ts';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -16,11 +17,12 @@ const post = (url: string, payload?: unknown, headers: Record<string, string> = 
 const get = (url: string) => s.app.inject({ method: 'GET', url });
 const jobCount = async () => (await s.db.pool.query('SELECT count(*)::int AS n FROM herald.jobs')).rows[0].n;
 
-/** A 4xx with Fastify's error shape and a message matching `text`; and nothing was written. */
-async function rejected(res: Awaited<ReturnType<typeof get>>, status: number, text: RegExp) {
+/** A 4xx with Fastify's error shape, the code's status and the code, and a message matching `text`; and nothing was written. */
+async function rejected(res: Awaited<ReturnType<typeof get>>, code: ErrorCode, text: RegExp) {
+  const status = ERROR_CODES[code].status;
   expect(res.statusCode, res.body).toBe(status);
   const body = res.json();
-  expect(body).toEqual({ statusCode: status, error: expect.any(String), message: expect.stringMatching(text) });
+  expect(body).toEqual({ statusCode: status, error: expect.any(String), message: expect.stringMatching(text), code });
   expect(res.body).not.toMatch(/\n\s+at |node_modules/);
 }
 
@@ -49,7 +51,7 @@ describe('POST /api/jobs', () => {
     expect(res.json()).toMatchObject(expected);
     expect((await get(`/api/jobs/${res.json().id}`)).json()).toMatchObject(expected);
     const batch = await post('/api/jobs/batch', { jobs: [{ kind: 'k' }, { kind: 'k', tags: Array(17).fill('t') }] });
-    await rejected(batch, 400, /^jobs\[1\]\.tags must be a list of at most 16 tags.*\(job 1 of the batch; nothing was enqueued\)/);
+    await rejected(batch, 'HERALD_VALIDATION', /^jobs\[1\]\.tags must be a list of at most 16 tags.*\(job 1 of the batch; nothing was enqueued\)/);
     expect(await jobCount()).toBe(1);
   });
 
@@ -92,16 +94,16 @@ describe('POST /api/jobs', () => {
     ['not an object', [1, 2], /^the body must be a JSON object/],
   ];
   it.each(invalid)('rejects %s with 400 and writes nothing', async (_name, body, message) => {
-    await rejected(await post('/api/jobs', body), 400, message);
+    await rejected(await post('/api/jobs', body), 'HERALD_VALIDATION', message);
     expect(await jobCount()).toBe(0);
   });
 
   it('rejects bad JSON, a wrong content type and \\u0000 in the payload', async () => {
-    await rejected(await s.app.inject({ method: 'POST', url: '/api/jobs', payload: '{"kind":', headers: { 'content-type': 'application/json' } }), 400, /JSON/);
-    await rejected(await s.app.inject({ method: 'POST', url: '/api/jobs', payload: 'kind=x', headers: { 'content-type': 'text/plain' } }), 415, /text\/plain/);
+    await rejected(await s.app.inject({ method: 'POST', url: '/api/jobs', payload: '{"kind":', headers: { 'content-type': 'application/json' } }), 'HERALD_INVALID_JSON', /JSON/);
+    await rejected(await s.app.inject({ method: 'POST', url: '/api/jobs', payload: 'kind=x', headers: { 'content-type': 'text/plain' } }), 'HERALD_UNSUPPORTED_MEDIA_TYPE', /text\/plain/);
     await rejected(
       await s.app.inject({ method: 'POST', url: '/api/jobs', payload: '{"kind":"x","payload":"\\u0000"}', headers: { 'content-type': 'application/json' } }),
-      400,
+      'HERALD_VALIDATION',
       /invalid value/,
     );
     expect(await jobCount()).toBe(0);
@@ -109,16 +111,16 @@ describe('POST /api/jobs', () => {
 
   it('rejects a body over 1 MiB with 413', async () => {
     const big = { kind: 'k', payload: { blob: 'x'.repeat(1024 * 1024) } };
-    await rejected(await post('/api/jobs', big), 413, /larger than 1 MiB/);
+    await rejected(await post('/api/jobs', big), 'HERALD_BODY_TOO_LARGE', /larger than 1 MiB/);
     const batch = { jobs: Array.from({ length: 600 }, () => ({ kind: 'k', payload: { blob: 'y'.repeat(2000) } })) };
-    await rejected(await post('/api/jobs/batch', batch), 413, /larger than 1 MiB/);
+    await rejected(await post('/api/jobs/batch', batch), 'HERALD_BODY_TOO_LARGE', /larger than 1 MiB/);
     expect(await jobCount()).toBe(0);
   });
 
   it('rejects ?wait out of range', async () => {
-    await rejected(await post('/api/jobs?wait=60001', { kind: 'k' }), 400, /^wait must be a whole number of milliseconds from 0 to 60000/);
-    await rejected(await post('/api/jobs?wait=-1', { kind: 'k' }), 400, /^wait must be/);
-    await rejected(await post('/api/jobs?wait=soon', { kind: 'k' }), 400, /^wait must be/);
+    await rejected(await post('/api/jobs?wait=60001', { kind: 'k' }), 'HERALD_VALIDATION', /^wait must be a whole number of milliseconds from 0 to 60000/);
+    await rejected(await post('/api/jobs?wait=-1', { kind: 'k' }), 'HERALD_VALIDATION', /^wait must be/);
+    await rejected(await post('/api/jobs?wait=soon', { kind: 'k' }), 'HERALD_VALIDATION', /^wait must be/);
     expect(await jobCount()).toBe(0);
   });
 });
@@ -134,19 +136,19 @@ describe('idempotency', () => {
     expect(again.headers['herald-job-created']).toBe('false');
     expect(again.json().id).toBe(first.json().id);
     for (const other of [{ kind: 'echo', payload: { a: 2 } }, { kind: 'mail', payload: { a: 1, b: 2 } }, { kind: 'echo', queue: 'q2', payload: { a: 1, b: 2 } }]) {
-      await rejected(await post('/api/jobs', other, { 'idempotency-key': 'order-7' }), 409, /idempotency key "order-7" already made job 1/);
+      await rejected(await post('/api/jobs', other, { 'idempotency-key': 'order-7' }), 'HERALD_CONFLICT_IDEMPOTENCY', /idempotency key "order-7" already made job 1/);
     }
     expect(await jobCount()).toBe(1);
   });
 
   it('rejects a header and a body field that differ', async () => {
-    await rejected(await post('/api/jobs', { kind: 'k', idempotencyKey: 'a' }, { 'idempotency-key': 'b' }), 400, /Idempotency-Key header and the idempotencyKey field differ/);
+    await rejected(await post('/api/jobs', { kind: 'k', idempotencyKey: 'a' }, { 'idempotency-key': 'b' }), 'HERALD_VALIDATION', /Idempotency-Key header and the idempotencyKey field differ/);
     expect((await post('/api/jobs', { kind: 'k', idempotencyKey: 'a' }, { 'idempotency-key': 'a' })).statusCode).toBe(201);
     expect(await jobCount()).toBe(1);
   });
 
   it('rejects an empty or too long header', async () => {
-    await rejected(await post('/api/jobs', { kind: 'k' }, { 'idempotency-key': 'x'.repeat(256) }), 400, /^the Idempotency-Key header must be 1-255 characters/);
+    await rejected(await post('/api/jobs', { kind: 'k' }, { 'idempotency-key': 'x'.repeat(256) }), 'HERALD_VALIDATION', /^the Idempotency-Key header must be 1-255 characters/);
     expect(await jobCount()).toBe(0);
   });
 });
@@ -162,22 +164,22 @@ describe('POST /api/jobs/batch', () => {
 
   it('rejects the whole batch, naming the bad index, and writes nothing', async () => {
     const jobs = [{ kind: 'ok' }, { kind: 'ok' }, { kind: 'ok' }, { kind: 'bad kind' }, { kind: 'ok' }];
-    await rejected(await post('/api/jobs/batch', { jobs }), 400, /^jobs\[3\]\.kind must be 1-128 .*job 3 of the batch; nothing was enqueued/);
-    await rejected(await post('/api/jobs/batch', { jobs: [{ kind: 'a' }, { priority: 1 }] }), 400, /^jobs\[1\]\.kind is required \(job 1/);
-    await rejected(await post('/api/jobs/batch', { jobs: [{ kind: 'a' }, { kind: 'b', maxAttempts: 0 }] }), 400, /^jobs\[1\]\.maxAttempts must be/);
+    await rejected(await post('/api/jobs/batch', { jobs }), 'HERALD_VALIDATION', /^jobs\[3\]\.kind must be 1-128 .*job 3 of the batch; nothing was enqueued/);
+    await rejected(await post('/api/jobs/batch', { jobs: [{ kind: 'a' }, { priority: 1 }] }), 'HERALD_VALIDATION', /^jobs\[1\]\.kind is required \(job 1/);
+    await rejected(await post('/api/jobs/batch', { jobs: [{ kind: 'a' }, { kind: 'b', maxAttempts: 0 }] }), 'HERALD_VALIDATION', /^jobs\[1\]\.maxAttempts must be/);
     expect(await jobCount()).toBe(0);
   });
 
   it('rejects an empty batch, more than 1000 jobs and a missing list', async () => {
-    await rejected(await post('/api/jobs/batch', { jobs: [] }), 400, /^jobs must be a list of 1 to 1000 jobs/);
-    await rejected(await post('/api/jobs/batch', { jobs: Array.from({ length: 1001 }, () => ({ kind: 'k' })) }), 400, /^jobs must be a list of 1 to 1000/);
-    await rejected(await post('/api/jobs/batch', {}), 400, /^jobs is required/);
+    await rejected(await post('/api/jobs/batch', { jobs: [] }), 'HERALD_VALIDATION', /^jobs must be a list of 1 to 1000 jobs/);
+    await rejected(await post('/api/jobs/batch', { jobs: Array.from({ length: 1001 }, () => ({ kind: 'k' })) }), 'HERALD_VALIDATION', /^jobs must be a list of 1 to 1000/);
+    await rejected(await post('/api/jobs/batch', {}), 'HERALD_VALIDATION', /^jobs is required/);
     expect(await jobCount()).toBe(0);
   });
 
   it('409s a batch that reuses a key for a different job, writing nothing', async () => {
     await post('/api/jobs', { kind: 'k', idempotencyKey: 'once' });
-    await rejected(await post('/api/jobs/batch', { jobs: [{ kind: 'fresh' }, { kind: 'other', idempotencyKey: 'once' }] }), 409, /idempotency key "once"/);
+    await rejected(await post('/api/jobs/batch', { jobs: [{ kind: 'fresh' }, { kind: 'other', idempotencyKey: 'once' }] }), 'HERALD_CONFLICT_IDEMPOTENCY', /idempotency key "once"/);
     expect(await jobCount()).toBe(1);
   });
 });
@@ -208,7 +210,7 @@ describe('reading jobs', () => {
     ['colour=red', /^query parameter "colour" is not allowed/],
   ];
   it.each(badQueries)('rejects ?%s with 400', async (query, message) => {
-    await rejected(await get(`/api/jobs?${query}`), 400, message);
+    await rejected(await get(`/api/jobs?${query}`), 'HERALD_VALIDATION', message);
   });
 
   it('gets one job and its events; 404 for a missing one; 400 for a bad id', async () => {
@@ -218,12 +220,12 @@ describe('reading jobs', () => {
     expect(events).toEqual([
       { eventId: expect.any(String), jobId: id, queue: 'default', kind: 'k', type: 'enqueued', status: 'queued', attempt: 0, worker: null, at: expect.any(String), data: expect.any(Object), flowId: null },
     ]);
-    await rejected(await get('/api/jobs/424242'), 404, /^job 424242 does not exist/);
-    await rejected(await get('/api/jobs/424242/events'), 404, /^job 424242 does not exist/);
-    await rejected(await get('/api/jobs/9999999999999999999'), 404, /does not exist/);
-    await rejected(await get('/api/jobs/abc'), 400, /^id must be a job id \(digits\)/);
-    await rejected(await get('/api/jobs/-1/events'), 400, /^id must be a job id/);
-    await rejected(await get('/api/jobs/99999999999999999999999'), 400, /^id must be a job id/);
+    await rejected(await get('/api/jobs/424242'), 'HERALD_NOT_FOUND', /^job 424242 does not exist/);
+    await rejected(await get('/api/jobs/424242/events'), 'HERALD_NOT_FOUND', /^job 424242 does not exist/);
+    await rejected(await get('/api/jobs/9999999999999999999'), 'HERALD_NOT_FOUND', /does not exist/);
+    await rejected(await get('/api/jobs/abc'), 'HERALD_VALIDATION', /^id must be a job id \(digits\)/);
+    await rejected(await get('/api/jobs/-1/events'), 'HERALD_VALIDATION', /^id must be a job id/);
+    await rejected(await get('/api/jobs/99999999999999999999999'), 'HERALD_VALIDATION', /^id must be a job id/);
   });
 });
 
@@ -233,9 +235,9 @@ describe('cancel and retry', () => {
     const cancelled = await post(`/api/jobs/${id}/cancel`);
     expect(cancelled.statusCode).toBe(200);
     expect(cancelled.json()).toMatchObject({ id, status: 'cancelled', cancelRequested: true });
-    await rejected(await post(`/api/jobs/${id}/cancel`), 409, /already cancelled/);
-    await rejected(await post('/api/jobs/777/cancel'), 404, /job 777 does not exist/);
-    await rejected(await post('/api/jobs/x7/cancel'), 400, /^id must be a job id/);
+    await rejected(await post(`/api/jobs/${id}/cancel`), 'HERALD_JOB_NOT_CANCELLABLE', /already cancelled/);
+    await rejected(await post('/api/jobs/777/cancel'), 'HERALD_NOT_FOUND', /job 777 does not exist/);
+    await rejected(await post('/api/jobs/x7/cancel'), 'HERALD_VALIDATION', /^id must be a job id/);
   });
 
   it('asks a running job to cancel', async () => {
@@ -247,13 +249,13 @@ describe('cancel and retry', () => {
 
   it('retries a failed or cancelled job, 409s a queued one', async () => {
     const { id } = (await post('/api/jobs', { kind: 'k', maxAttempts: 1 })).json();
-    await rejected(await post(`/api/jobs/${id}/retry`), 409, /is queued; only failed or cancelled jobs can be retried/);
+    await rejected(await post(`/api/jobs/${id}/retry`), 'HERALD_JOB_NOT_RETRYABLE', /is queued; only failed or cancelled jobs can be retried/);
     const [job] = await s.queue.claim({ worker: 'w1', limit: 1 });
     await s.queue.fail('w1', [{ id, attempt: job.attempt, error: new Error('boom') }]);
     const retried = await post(`/api/jobs/${id}/retry`);
     expect(retried.statusCode).toBe(200);
     expect(retried.json()).toMatchObject({ status: 'queued', maxAttempts: 2 });
-    await rejected(await post('/api/jobs/555/retry'), 404, /does not exist/);
+    await rejected(await post('/api/jobs/555/retry'), 'HERALD_NOT_FOUND', /does not exist/);
   });
 });
 
@@ -291,12 +293,12 @@ describe('PATCH /api/queues/:queue', () => {
     ['an unknown field', { limit: 3 }, /^body field "limit" is not allowed/],
   ];
   it.each(invalid)('rejects %s with 400 and writes nothing', async (_name, body, message) => {
-    await rejected(await patch('mail', body), 400, message);
+    await rejected(await patch('mail', body), 'HERALD_VALIDATION', message);
     expect(await settingsRows()).toBe(0);
   });
 
   it('rejects a bad queue name with 400', async () => {
-    await rejected(await patch('a%20b', { paused: true }), 400, /^queue must be 1-128 characters/);
+    await rejected(await patch('a%20b', { paused: true }), 'HERALD_VALIDATION', /^queue must be 1-128 characters/);
     expect(await settingsRows()).toBe(0);
   });
 });
@@ -351,7 +353,7 @@ describe('operations', () => {
   });
 
   it('answers unknown routes with a 404 in the error shape', async () => {
-    await rejected(await get('/api/nope'), 404, /no route GET \/api\/nope/);
+    await rejected(await get('/api/nope'), 'HERALD_ROUTE_NOT_FOUND', /no route GET \/api\/nope/);
   });
 
   it('sends security headers and no CORS', async () => {

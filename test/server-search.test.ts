@@ -109,6 +109,20 @@ describe('GET /api/jobs search', () => {
     expect(await ids({ createdAfter: '2030-01-01T00:00:00Z', status: 'failed' })).toEqual([]);
   });
 
+  it('status=scheduled lists the queued jobs whose runAt is ahead, as /api/queues counts them; bulk takes it too', async () => {
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const made = await s.queue.enqueueMany([
+      { kind: 'k', queue: 'sched' },
+      { kind: 'k', queue: 'sched', runAt: later },
+      { kind: 'k', queue: 'sched', runAt: later },
+    ]);
+    const [now, ...ahead] = made.map((m) => Number(m.job.id));
+    expect(await ids({ queue: 'sched', status: 'scheduled' })).toEqual(ahead.reverse());
+    expect(await ids({ queue: 'sched', status: 'queued' })).toContain(now);
+    const res = await bulk({ action: 'cancel', filter: { queue: 'sched', status: 'scheduled' }, dryRun: true });
+    expect(res.json()).toEqual({ matched: 2 });
+  });
+
   it('pages a search by keyset, and a search window that ends early says so and continues below it', async () => {
     await s.queue.enqueueMany(Array.from({ length: 30 }, (_, i) => ({ kind: 'k', payload: { even: i % 2 === 1 } })));
     // Even ids, newest first, 4 to a page, all pages in one 100k window.

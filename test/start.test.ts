@@ -26,6 +26,18 @@ describe('herald start', () => {
     const url = String(line.url);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
 
+    // The start-up log: where the board is and what to do next, near the top; said once; no warning.
+    const next = await proc.waitForMessage(/^next: /);
+    const startup = proc.lines.slice(0, proc.lines.indexOf(next) + 1);
+    const msgs = startup.map((l) => String(l.msg));
+    expect(msgs).toContain(`Herald is running: the board is at ${url}/`);
+    expect(next.msg).toContain(`curl -X POST ${url}/api/jobs`);
+    expect(next.msg).toContain('npx herald worker --tasks ./tasks');
+    expect(msgs.filter((m) => /listening/i.test(m))).toEqual([`Herald server listening on ${url}`]);
+    expect(msgs).toContain('auth: off (loopback only)');
+    expect(startup.filter((l) => (l.level ?? 0) >= 40), 'warnings at a clean start').toEqual([]);
+    expect(startup.length).toBeLessThanOrEqual(12);
+
     const health = await fetch(`${url}/api/health`);
     expect(health.status).toBe(200);
     const res = await fetch(`${url}/api/jobs?wait=30000`, {
@@ -41,6 +53,18 @@ describe('herald start', () => {
       body: JSON.stringify({ kind: 'echo', payload: { hello: 'world' } }),
     });
     expect(await echo.json()).toMatchObject({ status: 'succeeded', result: { hello: 'world' } });
+
+    // A schedule every second makes jobs, but logs nothing at info (it would bury everything else).
+    const schedule = await fetch(`${url}/api/schedules/every-second`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ cron: '* * * * * *', job: { kind: 'echo' } }),
+    });
+    expect(schedule.status).toBe(201);
+    const made = async () => ((await (await fetch(`${url}/api/jobs?kind=echo&limit=10`)).json()) as { jobs: { idempotencyKey: string | null }[] }).jobs;
+    while ((await made()).filter((j) => j.idempotencyKey?.startsWith('schedule:')).length < 2) await new Promise((r) => setTimeout(r, 100));
+    expect(proc.lines.filter((l) => /schedul/i.test(String(l.msg)))).toEqual([]);
+    expect(proc.lines.filter((l) => (l.level ?? 0) >= 40)).toEqual([]);
     const board = await fetch(`${url}/`);
     expect(board.status).toBe(200);
     expect(await board.text()).toMatch(/<html/i);

@@ -20,6 +20,9 @@ afterAll(async () => {
 const esm = (ts: boolean) => `export default async (payload${ts ? ': { n: number }' : ''}) => ({ doubled: payload.n * 2 });\n`;
 const cjs = (ts: boolean) => `module.exports = async (payload${ts ? ': { n: number }' : ''}) => ({ doubled: payload.n * 2 });\n`;
 
+// (Each with its own text: tsx caches a compile by content, the error's file name included.)
+const broken = (file: string) => `export default async (payload: { n: number }) => {\n  return payload +; // ${file}\n};\n`;
+
 // Which syntaxes each extension can hold: .mjs/.mts are always ES modules, .cjs always CommonJS;
 // .js/.ts follow package.json, and tsx compiles either syntax in .ts/.cts.
 const FILES: Record<string, (type: string | undefined) => string[]> = {
@@ -68,6 +71,9 @@ describe('task files outside the repository', () => {
   it.each([
     ['bad.cjs', esm(false), /bad\.cjs cannot load .*rename it to \.mjs/],
     ['bad.mjs', cjs(false), /bad\.mjs cannot load .*rename it to \.cjs/],
+    // A syntax error: esbuild's own message, at FILE:LINE:COLUMN, not just its "Transform failed" header.
+    ['bad.ts', broken('bad.ts'), /bad\.ts cannot load \(.*bad\.ts:2:18: ERROR: Unexpected ";"\)/],
+    ['bad.mts', broken('bad.mts'), /bad\.mts cannot load \(.*bad\.mts:2:18: ERROR: Unexpected ";"\)/],
   ])('a %s that cannot load stops the worker with one line naming the file and the fix', async (file, text, message) => {
     const dir = fs.mkdtempSync(path.join(root, 'bad-'));
     fs.writeFileSync(path.join(dir, file), text);

@@ -43,12 +43,18 @@ it('timeoutMs fails the attempt at the timeout although the handler ignores its 
   expect(events.map((e) => e.type)).toEqual(['enqueued', 'claimed', 'failed']);
   expect(events[2].data).toMatchObject({ error: `job ${job.id} timed out after 300 ms (timeoutMs)` });
   expect((await t.db.queue.get(job.id))!.lastError).toMatchObject({ name: 'TimeoutError' });
-  const { rows: signals } = await t.db.pool.query('SELECT name, message FROM test_signals WHERE job = $1', [job.id]);
+  // The handler records the signal it saw; that write may land after the failure's.
+  const signals = await until(async () => {
+    const { rows } = await t.db.pool.query('SELECT name, message FROM test_signals WHERE job = $1', [job.id]);
+    return rows.length > 0 ? rows : null;
+  }, 'the handler to record its signal');
   expect(signals).toEqual([{ name: 'TimeoutError', message: `job ${job.id} timed out after 300 ms (timeoutMs)` }]);
 
-  // The handler still runs (it was never released), so the worker's only slot stays taken.
-  const { job: next } = await t.db.queue.enqueue({ kind: 'echo', queue: 'to' });
+  // The handler still runs (it was never released), so the worker's only slot stays taken: the
+  // wake-up for the next job finds no free slot, and the job stays queued.
   await w.waitForLog((l) => l.msg === 'job timed out: failure recorded, handler signalled');
+  const { job: next } = await t.db.queue.enqueue({ kind: 'echo', queue: 'to' });
+  await w.waitForLog((l) => l.msg === 'claim deferred: no free slot' && l.reason === 'notify to');
   expect(await status(next.id)).toBe('queued');
   await release(job.id);
   await until(async () => (await status(next.id)) === 'succeeded', 'the next job to run once the slot is free');

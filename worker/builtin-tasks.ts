@@ -1,6 +1,6 @@
 // The demo tasks every worker has (README, "Tasks"): enough to try every state without writing a task.
 import { setTimeout as delay } from 'node:timers/promises';
-import type { Task } from './tasks.ts';
+import type { Task } from './task.ts';
 
 type Payload = Record<string, unknown> | null | undefined;
 

@@ -46,7 +46,8 @@ export class Claimer {
 
   wake(reason: string): void {
     if (this.stopped) return;
-    if (!this.wanted) this.reason = reason;
+    // The latest reason: a wake-up that finds the slots taken says what it was (see pump).
+    this.reason = reason;
     this.wanted = true;
     this.pump();
   }
@@ -78,7 +79,11 @@ export class Claimer {
   private pump(): void {
     if (this.stopped || this.inFlight || !this.wanted) return;
     const free = this.opts.freeSlots();
-    if (free <= 0) return;
+    if (free <= 0) {
+      // Says that a wake-up came and found every slot taken (tests wait for it).
+      if (this.opts.logger.isLevelEnabled('debug')) this.opts.logger.debug({ reason: this.reason }, 'claim deferred: no free slot');
+      return;
+    }
     this.wanted = false;
     const limit = Math.min(free, this.opts.maxBatch);
     this.inFlight = this.claimOnce(limit, this.reason).finally(() => {

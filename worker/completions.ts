@@ -6,7 +6,7 @@
 // One bad row must not hold up the others: if Postgres rejects a batch for its data (e.g. a
 // result with "\u0000", which jsonb refuses), the batch is split and written row by row, and a
 // result that cannot be stored fails its attempt with a clear error instead.
-import type { Lease, Queue } from '../queue/queue.ts';
+import type { Lease, WorkService } from '../queue/services/work.ts';
 import type { Logger } from '../queue/log.ts';
 import { Batcher } from './batcher.ts';
 import { byId } from './slots.ts';
@@ -27,7 +27,7 @@ interface Failure extends Outcome {
 }
 
 export interface CompletionsOptions {
-  queue: Queue;
+  work: WorkService;
   worker: string;
   logger: Logger;
   /** An outcome write starts (true), or failed and will be retried (false). */
@@ -93,10 +93,10 @@ export class Completions {
   }
 
   private writeSuccesses(batch: Success[]): Promise<void> {
-    const { queue, worker } = this.opts;
+    const { work, worker } = this.opts;
     return this.writeSplitting(
       batch,
-      (b) => queue.complete(worker, b.map((s) => ({ ...s.lease, result: s.result })).sort(byId)),
+      (b) => work.complete(worker, b.map((s) => ({ ...s.lease, result: s.result })).sort(byId)),
       async (s, err) => {
         this.fail(s, new Error(`the task's result could not be stored: ${err.message}`), false);
         return null;
@@ -106,14 +106,14 @@ export class Completions {
   }
 
   private writeFailures(batch: Failure[]): Promise<void> {
-    const { queue, worker } = this.opts;
+    const { work, worker } = this.opts;
     return this.writeSplitting(
       batch,
-      (b) => queue.fail(worker, b.map((f) => ({ ...f.lease, error: f.error, final: f.final })).sort(byId)),
+      (b) => work.fail(worker, b.map((f) => ({ ...f.lease, error: f.error, final: f.final })).sort(byId)),
       // The error itself could not be stored (e.g. "\u0000" in its message): keep what can be.
       (f, err) => {
         const error = new Error(`the task failed with an error that could not be stored: ${err.message}`);
-        return queue.fail(worker, [{ ...f.lease, error, final: f.final }]);
+        return work.fail(worker, [{ ...f.lease, error, final: f.final }]);
       },
       'failed',
     );

@@ -3,7 +3,8 @@
 // this worker knows which queues to claim one by one through the limited claim. The cache only
 // decides WHERE to look: every limit is checked by the database at claim time, so a stale
 // cache can delay a job, never break a limit.
-import type { Queue, QueueSettings } from '../queue/queue.ts';
+import type { QueueSettings } from '../queue/services/settings.ts';
+import type { WorkService } from '../queue/services/work.ts';
 import type { Logger } from '../queue/log.ts';
 
 export class HeldQueues {
@@ -12,7 +13,7 @@ export class HeldQueues {
   private again = false;
 
   constructor(
-    private readonly queue: Queue,
+    private readonly work: WorkService,
     private readonly logger: Logger,
     /** The queues this worker takes; undefined = all. */
     private readonly mine?: Set<string>,
@@ -28,7 +29,7 @@ export class HeldQueues {
       do {
         this.again = false;
         try {
-          this.settings = await this.queue.heldQueues();
+          this.settings = await this.work.heldQueues();
         } catch (err) {
           this.logger.warn({ err: (err as Error).message }, 'could not read queue settings');
         }

@@ -1,11 +1,11 @@
 // Renews every lease this worker holds in one batched heartbeat, a third of the way into the
 // lease, so two renewals can fail before a lease runs out. The answer also tells which jobs
 // were lost (abort them, never write their outcome) and which were asked to cancel.
-import type { Lease, Queue } from '../queue/queue.ts';
+import type { Lease, WorkService } from '../queue/services/work.ts';
 import type { Logger } from '../queue/log.ts';
 
 export interface LeaseKeeperOptions {
-  queue: Queue;
+  work: WorkService;
   worker: string;
   leaseMs: number;
   logger: Logger;
@@ -55,7 +55,7 @@ export class LeaseKeeper {
     if (leases.length === 0) return;
     const { logger: log } = this.opts;
     try {
-      const { held, cancelRequested } = await this.opts.queue.heartbeat(this.opts.worker, leases, this.opts.leaseMs);
+      const { held, cancelRequested } = await this.opts.work.heartbeat(this.opts.worker, leases, this.opts.leaseMs);
       log.debug({ renewed: held.size, sent: leases.length }, 'leases renewed');
       const lost = leases.filter((l) => !held.has(l.id));
       if (lost.length) this.opts.lost(lost);

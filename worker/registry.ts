@@ -3,12 +3,12 @@
 // stop. A worker that dies leaves the list at once through its vanished liveness lock, or
 // within WORKER_STALE_MS through last_seen_at; the maintenance pass deletes such rows.
 import os from 'node:os';
-import type { Queue, WorkerRegistration } from '../queue/queue.ts';
+import type { RegistryService, WorkerRegistration } from '../queue/services/registry.ts';
 import type { Logger } from '../queue/log.ts';
-import { WORKER_HEARTBEAT_MS } from '../queue/sql/live.ts';
+import { WORKER_HEARTBEAT_MS } from '../queue/defaults.ts';
 
 export interface RegistryOptions {
-  queue: Queue;
+  registry: RegistryService;
   logger: Logger;
   id: string;
   queues: string[] | null;
@@ -23,6 +23,7 @@ export class Registry {
   private timer?: NodeJS.Timeout;
   private inFlight?: Promise<void>;
   private stopped = false;
+  private registered = false;
 
   constructor(private readonly opts: RegistryOptions) {}
 
@@ -32,13 +33,15 @@ export class Registry {
   }
 
   async start(): Promise<void> {
-    await this.opts.queue.registerWorker(this.registration());
+    await this.opts.registry.registerWorker(this.registration());
+    this.registered = true;
     this.schedule();
   }
 
   /** After a listener reconnect: record the new liveness key now. */
   refresh(): void {
-    if (this.stopped || this.inFlight) return;
+    // The listener's first connect comes before start() writes the row, which records the key itself.
+    if (!this.registered || this.stopped || this.inFlight) return;
     clearTimeout(this.timer);
     this.inFlight = this.touch().finally(() => {
       this.inFlight = undefined;
@@ -53,10 +56,10 @@ export class Registry {
 
   private async touch(): Promise<void> {
     try {
-      const found = await this.opts.queue.touchWorker(this.opts.id, this.opts.lockKey());
+      const found = await this.opts.registry.touchWorker(this.opts.id, this.opts.lockKey());
       if (!found) {
         this.opts.logger.warn('registry row was gone (taken for dead while cut off?): registering again');
-        await this.opts.queue.registerWorker(this.registration());
+        await this.opts.registry.registerWorker(this.registration());
       }
     } catch (err) {
       this.opts.logger.warn({ err: (err as Error).message }, 'worker registry refresh failed');
@@ -68,7 +71,7 @@ export class Registry {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.inFlight;
-    await this.opts.queue.unregisterWorker(this.opts.id).catch((err) => {
+    await this.opts.registry.unregisterWorker(this.opts.id).catch((err) => {
       this.opts.logger.warn({ err: (err as Error).message }, 'could not remove the registry row; it goes when the liveness lock does');
     });
   }

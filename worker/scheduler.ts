@@ -4,7 +4,7 @@
 // find the turn taken and look again shortly, so if the one that had it is killed mid-turn (its
 // transaction rolls back and its lock goes with its connection), another makes the job within
 // a moment. The idempotency key schedule:NAME:TICK_ISO makes a second job for a tick impossible.
-import type { Queue } from '../queue/queue.ts';
+import type { ScheduleService } from '../queue/services/schedules.ts';
 import type { Logger } from '../queue/log.ts';
 
 /** How soon to look again when another process has the turn. */
@@ -20,7 +20,7 @@ export class Scheduler {
   private again = false;
   private stopped = false;
 
-  constructor(private readonly queue: Queue, private readonly log: Logger) {}
+  constructor(private readonly schedules: ScheduleService, private readonly log: Logger) {}
 
   start(): void {
     this.look(0);
@@ -54,11 +54,13 @@ export class Scheduler {
   private async fire(): Promise<void> {
     let next = MAX_SLEEP_MS;
     try {
-      const { busy, made } = await this.queue.fireDueSchedules();
-      for (const job of made) this.log.info({ job: job.id, kind: job.kind, key: job.idempotencyKey }, 'schedule made a job');
+      const { busy, made, failed } = await this.schedules.fireDueSchedules();
+      // Debug: a schedule every few seconds would bury everything else at info; its job's events record it.
+      for (const job of made) this.log.debug({ job: job.id, kind: job.kind, key: job.idempotencyKey }, 'schedule made a job');
+      for (const f of failed) this.log.warn({ schedule: f.name, err: f.error }, 'schedule could not make its job: tick skipped');
       if (busy) next = BUSY_RETRY_MS;
       else {
-        const due = await this.queue.nextScheduleDue();
+        const due = await this.schedules.nextScheduleDue();
         if (due) next = Math.min(MAX_SLEEP_MS, Math.max(MIN_SLEEP_MS, due.getTime() - Date.now()));
       }
     } catch (err) {

@@ -9,8 +9,9 @@ import type { Task } from './tasks.ts';
 const job = (id: string, kind = 'hold'): Job => ({ id, kind, attempt: 1, payload: {}, queue: 'q' }) as Job;
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
-function harness(capacity: number, maxUnwritten: number, ahead = 0) {
+function harness(capacity: number, maxUnwritten: number, ahead = 0, admit = (jobs: Job[]): Promise<boolean[] | null> => Promise.resolve(jobs.map(() => true))) {
   const outcomes: { id: string; ok: boolean; value: unknown; final?: boolean }[] = [];
+  const refused: string[] = [];
   const release = new Map<string, (v: unknown) => void>();
   const hold: Task = (_p, ctx) => new Promise((resolve) => release.set(ctx.job.id, resolve));
   const slots = new Slots({
@@ -24,8 +25,10 @@ function harness(capacity: number, maxUnwritten: number, ahead = 0) {
     succeeded: (a: ActiveJob, value) => outcomes.push({ id: a.job.id, ok: true, value }),
     failed: (a: ActiveJob, value, final) => outcomes.push({ id: a.job.id, ok: false, value, final }),
     freed: () => {},
+    admit,
+    refused: (leases) => refused.push(...leases.map((l) => l.id)),
   });
-  return { slots, outcomes, release };
+  return { slots, outcomes, release, refused };
 }
 
 describe('Slots', () => {
@@ -128,6 +131,35 @@ describe('Slots', () => {
     slots.start(job('6'));
     expect(slots.takeBuffered(60_000)).toEqual([]);
     expect(slots.takeBuffered(0)).toEqual([{ id: '6', attempt: 1 }]);
+  });
+
+  it('a buffered job starts only once the check says it may; refused ones are handed back, never run', async () => {
+    let answer: (ok: boolean[] | null) => void = () => {};
+    const asked: string[][] = [];
+    const admit = (jobs: Job[]) => {
+      asked.push(jobs.map((j) => j.id));
+      return new Promise<boolean[] | null>((r) => (answer = r));
+    };
+    const { slots, release, refused, outcomes } = harness(1, 10, 3, admit);
+    for (const id of ['1', '2', '3', '4']) slots.start(job(id)); // 1 runs at once: its claim was the check
+    release.get('1')!('done');
+    await tick();
+    expect(asked).toEqual([['2']]);
+    expect([...release.keys()]).toEqual(['1']); // not before the answer
+    expect(slots.free).toBe(0); // its slot is reserved meanwhile
+    answer([false]);
+    await tick();
+    expect(refused).toEqual(['2']);
+    expect(asked).toEqual([['2'], ['3']]);
+    // A cancel while it is being checked ends it cancelled, whatever the answer; it never runs.
+    expect(slots.cancel({ id: '3', attempt: 1 })).toBe(true);
+    answer([true]);
+    await tick();
+    expect(asked).toEqual([['2'], ['3'], ['4']]);
+    answer([true]);
+    await tick();
+    expect([...release.keys()]).toEqual(['1', '4']);
+    expect(outcomes.map((o) => o.id)).toEqual(['1', '3']);
   });
 
   it('orders ids numerically', () => {

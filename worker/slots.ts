@@ -3,7 +3,10 @@
 //
 // A held job is in one of these states:
 //   buffered   claimed ahead of a free slot: leased and renewed like the others, it starts when a
-//              slot frees (no round trip), or goes back to the queue at shutdown or after a TTL
+//              slot frees, or goes back to the queue at shutdown or after a TTL
+//   starting   a slot is reserved for it while `admit` asks the database whether it may still
+//              start: its queue may have been paused (or limited) since the claim, or its
+//              expireAt may have passed. Refused jobs go back to the queue (`refused`).
 //   running    its handler is executing (it occupies a slot)
 //   finishing  its handler is done and the outcome waits in the batcher (its lease is renewed)
 //   writing    its outcome is being written right now (not renewed meanwhile: the two writes
@@ -33,7 +36,7 @@ import type { Logger } from '../queue/log.ts';
 import { JobCancelledError, JobTimeoutError, UnknownKindError } from './errors.ts';
 import { Pace } from './pace.ts';
 import type { Task, TaskContext } from './tasks.ts';
-import type { Parent } from '../queue/flows.ts';
+import type { Parent } from '../queue/services/flows.ts';
 
 /**
  * Orders leases by numeric id. Every batched write (renewal, complete, fail) locks its rows in
@@ -46,7 +49,7 @@ export interface ActiveJob {
   job: Job;
   lease: Lease;
   controller: AbortController;
-  state: 'buffered' | 'running' | 'finishing' | 'writing' | 'abandoned';
+  state: 'buffered' | 'starting' | 'running' | 'finishing' | 'writing' | 'abandoned';
   /** When it was claimed (performance.now()): buffered jobs past their TTL go back. */
   claimedAt: number;
   /** Set when the timeout recorded the outcome: what the handler returns later is ignored. */
@@ -69,7 +72,17 @@ export interface SlotsOptions {
   freed(): void;
   /** The parents of a job that has some (ctx.parents); read before its handler starts. */
   parents?(jobId: string): Promise<Parent[]>;
+  /**
+   * Which of these buffered jobs may start now (same order), checked against the database's
+   * current settings and clock; null when that could not be read (they stay buffered).
+   */
+  admit(jobs: Job[]): Promise<boolean[] | null>;
+  /** Buffered jobs `admit` refused, forgotten here: the caller hands them back to the queue. */
+  refused(leases: Lease[]): void;
 }
+
+/** After `admit` failed (database unreachable), buffered jobs are tried again this much later. */
+const ADMIT_RETRY_MS = 200;
 
 export class Slots {
   private readonly held = new Map<string, ActiveJob>();
@@ -80,6 +93,9 @@ export class Slots {
   private busy = 0;
   private unwritten = 0;
   private idleWaiters: (() => void)[] = [];
+  /** An `admit` is in flight: buffered jobs wait for it rather than asking again. */
+  private admitting = false;
+  private admitRetry?: NodeJS.Timeout;
 
   constructor(private readonly opts: SlotsOptions) {}
 
@@ -170,11 +186,70 @@ export class Slots {
     } else {
       this.finish(a, () => this.opts.failed(a, value, final));
     }
-    const next = this.buffer.shift();
-    if (next) this.run(next);
+    this.startBuffered();
+    this.wakeIdle();
+    this.opts.freed();
+  }
+
+  private wakeIdle(): void {
     if (this.idleWaiters.length && this.running().length === 0) {
       for (const resolve of this.idleWaiters.splice(0)) resolve();
     }
+  }
+
+  /**
+   * Fills free slots from the buffer. A buffered job was checked against the settings when it
+   * was claimed, which may be long ago: it starts only once `admit` said yes, one round trip
+   * for all the slots free at that moment. So a pause (or expireAt) that the database had when
+   * a job was about to start always wins over the buffer.
+   */
+  private startBuffered(): void {
+    if (this.admitting) return;
+    const n = Math.min(this.opts.capacity - this.busy, this.buffer.length);
+    if (n <= 0) return;
+    const batch = this.buffer.splice(0, n);
+    for (const a of batch) a.state = 'starting';
+    this.busy += n;
+    this.admitting = true;
+    void this.admitBatch(batch);
+  }
+
+  private async admitBatch(batch: ActiveJob[]): Promise<void> {
+    let ok: boolean[] | null = null;
+    try {
+      ok = await this.opts.admit(batch.map((a) => a.job));
+    } catch (err) {
+      this.opts.logger.warn({ err: (err as Error).message, jobs: batch.length }, 'could not check buffered jobs before starting them');
+    }
+    this.admitting = false;
+    this.busy -= batch.length;
+    const refused: Lease[] = [];
+    const again: ActiveJob[] = [];
+    batch.forEach((a, i) => {
+      if (a.state !== 'starting') return; // abandoned meanwhile (lease lost, shutdown)
+      if (a.controller.signal.aborted) {
+        // Cancelled while being checked: it never ran, so the cancel is its outcome.
+        this.finish(a, () => this.opts.failed(a, a.controller.signal.reason, false));
+      } else if (ok === null) {
+        a.state = 'buffered';
+        again.push(a);
+      } else if (ok[i]) {
+        this.run(a);
+      } else {
+        a.state = 'abandoned';
+        this.held.delete(a.lease.id);
+        refused.push(a.lease);
+      }
+    });
+    if (again.length > 0) {
+      this.buffer.unshift(...again);
+      clearTimeout(this.admitRetry);
+      this.admitRetry = setTimeout(() => this.startBuffered(), ADMIT_RETRY_MS);
+    } else {
+      this.startBuffered();
+    }
+    if (refused.length > 0) this.opts.refused(refused.sort(byId));
+    this.wakeIdle();
     this.opts.freed();
   }
 
@@ -209,14 +284,15 @@ export class Slots {
     };
   }
 
+  /** Jobs whose handler runs, or is about to (being admitted). */
   running(): ActiveJob[] {
-    return [...this.held.values()].filter((a) => a.state === 'running');
+    return [...this.held.values()].filter((a) => a.state === 'running' || a.state === 'starting');
   }
 
   /** The lease is gone or handed back: fire the signal, forget the job, never write its outcome. */
   abandon(lease: Lease, reason: Error): boolean {
     const a = this.find(lease);
-    if (!a || (a.state !== 'running' && a.state !== 'buffered')) return false; // a finishing job's fenced write decides
+    if (!a || (a.state !== 'running' && a.state !== 'buffered' && a.state !== 'starting')) return false; // a finishing job's fenced write decides
     if (a.state === 'buffered') this.unbuffer(a);
     a.state = 'abandoned';
     this.held.delete(lease.id);
@@ -235,7 +311,8 @@ export class Slots {
       this.opts.freed();
       return true;
     }
-    if (a.state !== 'running') return false;
+    if (a.state !== 'running' && a.state !== 'starting') return false;
+    // A starting job sees the abort when its check returns, and records the cancel then.
     a.controller.abort(new JobCancelledError(lease.id));
     return true;
   }
@@ -248,11 +325,12 @@ export class Slots {
    * Takes buffered jobs out (all of them, or those claimed at least `olderThanMs` ago) and
    * forgets them: the caller hands them back to the queue. Their handlers never ran.
    */
-  takeBuffered(olderThanMs = 0): Lease[] {
+  takeBuffered(olderThanMs = 0, which: (job: Job) => boolean = () => true): Lease[] {
     const cutoff = performance.now() - olderThanMs;
-    const taken = this.buffer.filter((a) => a.claimedAt <= cutoff);
+    const take = (a: ActiveJob) => a.claimedAt <= cutoff && which(a.job);
+    const taken = this.buffer.filter(take);
     if (taken.length === 0) return [];
-    this.buffer = this.buffer.filter((a) => a.claimedAt > cutoff);
+    this.buffer = this.buffer.filter((a) => !take(a));
     for (const a of taken) {
       a.state = 'abandoned';
       this.held.delete(a.lease.id);

@@ -5,24 +5,11 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Job } from '../queue/job.ts';
 import type { Logger } from '../queue/log.ts';
-import type { Parent } from '../queue/flows.ts';
 import { builtinTasks } from './builtin-tasks.ts';
+import type { Task } from './task.ts';
 
-export interface TaskContext {
-  job: Job;
-  /** The job's parents ({id, ref, kind, status, result}) in dependsOn order; [] for a job without any. */
-  parents: Parent[];
-  /** Fires on cancel, lost lease or shutdown; `signal.reason` says which. */
-  signal: AbortSignal;
-  /** Reports progress (0..100); also renews the lease. */
-  progress(percent: number, message?: string): Promise<void>;
-  log: Logger;
-}
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type Task = (payload: any, ctx: TaskContext) => unknown;
+export type { Task, TaskContext } from './task.ts';
 
 const KIND = /^[A-Za-z0-9_.:-]{1,128}$/;
 const TASK_FILE = /^(.+)\.([mc]?[jt]s)$/;
@@ -57,9 +44,25 @@ async function importTask(file: string): Promise<{ default?: unknown }> {
   try {
     return (await import(pathToFileURL(file).href)) as { default?: unknown };
   } catch (err) {
-    const reason = String((err as Error).message ?? err).split('\n')[0];
+    const reason = loadFailure(file, err);
     throw new Error(`task file ${file} cannot load (${reason}): ${FIX[path.extname(file)] ?? 'check its syntax'}`, { cause: err });
   }
+}
+
+/**
+ * Why a file did not load, on one line. tsx compiles with esbuild, whose message is a header
+ * ("Transform failed with 1 error:") and then the errors as FILE:LINE:COLUMN: ERROR: TEXT:
+ * those are the part a person needs.
+ */
+function loadFailure(file: string, err: unknown): string {
+  const lines = String((err as Error | undefined)?.message ?? err).split('\n').map((l) => l.trim()).filter(Boolean);
+  if (!/^Transform failed with \d+ errors?:?$/.test(lines[0] ?? '') || lines.length < 2) return lines[0] ?? String(err);
+  // tsx names a .mts/.cts file .ts to esbuild: give the error the file's real name back.
+  const stem = (f: string) => f.replace(/\.[mc]?[jt]s$/, '');
+  return lines
+    .slice(1)
+    .map((l) => l.replace(/^(.+?)(:\d+:\d+: )/, (all, at: string, where: string) => (stem(at) === stem(file) ? `${file}${where}` : all)))
+    .join('; ');
 }
 
 // Node fixes the module system of these two by extension, whatever package.json says.

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
 import { until } from '../test/fixtures/worker-process.ts';
 import type { Job } from '../queue/job.ts';
+import { loadConfig } from '../queue/config.ts';
 import { Worker, type WorkerOptions } from './worker.ts';
 import type { TaskContext } from './tasks.ts';
 
@@ -147,5 +148,29 @@ describe('stop()', () => {
     expect(reason).toMatchObject({ name: 'ShutdownError' });
     expect(await db.queue.get(job!.id)).toMatchObject({ status: 'queued', attempt: 0, lastError: null });
     expect((await db.queue.events(job!.id)).map((e) => e.type)).toEqual(['enqueued', 'claimed', 'released']);
+  });
+});
+
+describe('commit durability', () => {
+  const setting = (w: Worker) => w['pool'].query<{ synchronous_commit: string }>('SHOW synchronous_commit').then((r) => r.rows[0].synchronous_commit);
+
+  it('waits for the WAL flush by default, and not with asyncCommit', async () => {
+    await withWorker({}, async (w) => expect(await setting(w)).toBe('on'));
+    await withWorker({ asyncCommit: true }, async (w) => expect(await setting(w)).toBe('off'));
+  });
+
+  it('reads HERALD_ASYNC_COMMIT: durable unless set to 1 or true; anything else is refused', () => {
+    const before = process.env.HERALD_ASYNC_COMMIT;
+    const read = (v: string | undefined) => {
+      if (v === undefined) delete process.env.HERALD_ASYNC_COMMIT;
+      else process.env.HERALD_ASYNC_COMMIT = v;
+      return loadConfig().asyncCommit;
+    };
+    try {
+      expect([read(undefined), read('0'), read('false'), read('1'), read('true')]).toEqual([false, false, false, true, true]);
+      expect(() => read('yes')).toThrow('HERALD_ASYNC_COMMIT must be 1, 0, true or false, got "yes"');
+    } finally {
+      read(before);
+    }
   });
 });

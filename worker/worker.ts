@@ -14,16 +14,23 @@ import type pg from 'pg';
 import { createPool } from '../queue/database.ts';
 import { Listener } from '../queue/listener.ts';
 import { CONTROL_CHANNEL, JOBS_CHANNEL, parseJobsPayload } from '../queue/channels.ts';
-import { Queue } from '../queue/queue.ts';
+import { Db } from '../queue/services/db.ts';
+import { MaintainService } from '../queue/services/maintain.ts';
+import { RegistryService } from '../queue/services/registry.ts';
+import { ScheduleService } from '../queue/services/schedules.ts';
+import { WorkService } from '../queue/services/work.ts';
+import { FlowService } from '../queue/services/flows.ts';
 import { DEFAULTS } from '../queue/defaults.ts';
 import { ValidationError } from '../queue/errors.ts';
 import type { Logger } from '../queue/log.ts';
 import type { Job } from '../queue/job.ts';
+import type { Lease } from '../queue/queue.ts';
 import { Claimer } from './claimer.ts';
 import { Completions } from './completions.ts';
 import { LeaseLostError, ShutdownError } from './errors.ts';
 import { LeaseKeeper } from './leases.ts';
 import { HeldQueues } from './held-queues.ts';
+import { mayStart } from './may-start.ts';
 import { Maintenance } from './maintenance.ts';
 import { Registry } from './registry.ts';
 import { Scheduler } from './scheduler.ts';
@@ -59,10 +66,9 @@ export interface WorkerOptions {
   /** A buffered job not started after this long goes back to the queue (attempt refunded). */
   claimAheadTtlMs?: number;
   /**
-   * The worker's own connections commit asynchronously (no fsync wait per commit): a claim, renewal or
-   * outcome lost in a database crash only means a re-run, which at-least-once allows. Producers'
-   * enqueues stay durable: they never go through this pool. Measured on the 2-core dev box
-   * (PG 15, 20k no-op jobs, 3 runs each): ~3,300 jobs/s with it, ~2,300 without.
+   * Commit the worker's own writes (claims, renewals, outcomes) without waiting for the WAL flush
+   * (synchronous_commit=off on its pool; default false, HERALD_ASYNC_COMMIT). A database crash can
+   * then undo the last few hundred ms of them: undone outcomes run again. Enqueues never use this pool.
    */
   asyncCommit?: boolean;
   reapEveryMs?: number;
@@ -83,7 +89,11 @@ export class Worker {
   readonly id = workerId();
   private readonly log: Logger;
   private readonly pool: pg.Pool;
-  private readonly queue: Queue;
+  /** The core services a worker uses, on one handle: no enqueue coalescer, no feed horizon. */
+  private readonly db: Db;
+  private readonly work: WorkService;
+  /** ctx.parents of jobs that have some. */
+  private readonly flows: FlowService;
   private readonly listener: Listener;
   private readonly queues?: Set<string>;
   private readonly leaseMs: number;
@@ -100,6 +110,7 @@ export class Worker {
   /** Which claim goes first this time: the plain one (0) or the n-th limited queue. */
   private turn = 0;
   private bufferTimer?: NodeJS.Timeout;
+  private heldTimer?: NodeJS.Timeout;
   private stopping?: Promise<void>;
 
   constructor(private readonly opts: WorkerOptions) {
@@ -108,13 +119,15 @@ export class Worker {
     this.queues = opts.queues?.length ? new Set(opts.queues) : undefined;
     // A few connections shared by all slots: one claim, one batch of each outcome and a
     // renewal are in flight at most; progress reports and housekeeping share the rest.
-    const url = opts.asyncCommit ?? true ? withSessionSetting(opts.databaseUrl, 'synchronous_commit', 'off') : opts.databaseUrl;
+    const url = opts.asyncCommit ?? DEFAULTS.asyncCommit ? withSessionSetting(opts.databaseUrl, 'synchronous_commit', 'off') : opts.databaseUrl;
     this.pool = createPool(url, {
       max: Math.min(10, 4 + Math.ceil(opts.concurrency / 16)),
       logger: this.log,
       applicationName: `herald:worker:${process.pid}`,
     });
-    this.queue = new Queue(this.pool, { leaseMs: this.leaseMs, backoffBaseMs: opts.backoffBaseMs, backoffMaxMs: opts.backoffMaxMs });
+    this.db = new Db(this.pool, { leaseMs: this.leaseMs, backoffBaseMs: opts.backoffBaseMs, backoffMaxMs: opts.backoffMaxMs });
+    this.work = new WorkService(this.db);
+    this.flows = new FlowService(this.db);
     this.listener = new Listener({
       url: opts.listenUrl ?? opts.databaseUrl,
       channels: [JOBS_CHANNEL, CONTROL_CHANNEL],
@@ -143,7 +156,7 @@ export class Worker {
     const queues = this.queues ? [...this.queues] : undefined;
 
     this.completions = new Completions({
-      queue: this.queue,
+      work: this.work,
       worker: this.id,
       logger: log,
       writing: (leases, now) => this.slots.writing(leases, now),
@@ -164,7 +177,9 @@ export class Worker {
       succeeded: (a, result) => this.completions.succeed(outcome(a), result),
       failed: (a, error, final) => this.completions.fail(outcome(a), error, final),
       freed: () => this.claimer.slotFreed(),
-      parents: (jobId) => this.queue.flows.parents(jobId),
+      parents: (jobId) => this.flows.parents(jobId),
+      admit: (jobs) => mayStart(this.work, jobs),
+      refused: (leases) => void this.handBack(leases, 'queue paused or limited, or expireAt passed, while buffered'),
     });
     this.claimer = new Claimer({
       pollMs: opts.pollMs ?? DEFAULTS.pollMs,
@@ -172,10 +187,10 @@ export class Worker {
       logger: log,
       freeSlots: () => this.slots.free,
       claim: (limit) => this.claim(limit, { queues, capabilities, kinds }),
-      nextRunAt: async () => (await this.queue.nextRunAt(queues, capabilities, kinds))?.getTime() ?? null,
+      nextRunAt: async () => (await this.work.nextRunAt(queues, capabilities, kinds))?.getTime() ?? null,
     });
     this.leases = new LeaseKeeper({
-      queue: this.queue,
+      work: this.work,
       worker: this.id,
       leaseMs: this.leaseMs,
       logger: log,
@@ -191,9 +206,9 @@ export class Worker {
         for (const l of leases) if (this.slots.cancel(l)) log.info({ job: l.id, attempt: l.attempt }, 'cancel requested: handler aborted');
       },
     });
-    this.held = new HeldQueues(this.queue, log, this.queues);
+    this.held = new HeldQueues(this.work, log, this.queues);
     this.registry = new Registry({
-      queue: this.queue,
+      registry: new RegistryService(this.db),
       logger: log,
       id: this.id,
       queues: queues ?? null,
@@ -203,7 +218,7 @@ export class Worker {
       lockKey: () => this.listener.lockKey,
     });
     this.maintenance = new Maintenance({
-      queue: this.queue,
+      maintain: new MaintainService(this.db),
       logger: log,
       retentionMs: opts.retentionMs ?? DEFAULTS.retentionMs,
       reapEveryMs: opts.reapEveryMs,
@@ -213,23 +228,33 @@ export class Worker {
     // After every (re)connect, one claim covers whatever was announced while we were away.
     this.listener.on('connected', () => {
       this.registry.refresh();
+      // A reaper may have seen our liveness lock missing while we were cut off and shortened
+      // our leases: renewing now keeps our jobs ours (see queue/sql/reap.ts).
+      this.leases.renewNow();
       this.claimer.wake('listener connected');
     });
-    log.info({ queues: queues ?? 'all', concurrency: opts.concurrency, kinds, capabilities }, 'worker starting');
+    // One info line once it runs (below); this one is for tracing a start that hangs.
+    log.debug('worker starting');
     const listening = await this.listener.start();
     await this.registry.start();
     await this.refreshHeld();
     this.claimer.start();
     if (opts.scheduler ?? true) {
-      this.scheduler = new Scheduler(this.queue, log);
+      this.scheduler = new Scheduler(new ScheduleService(this.db), log);
       this.scheduler.start();
     }
     this.leases.start();
     this.maintenance.start();
     const ttl = opts.claimAheadTtlMs ?? DEFAULTS.claimAheadTtlMs;
     this.bufferTimer = setInterval(() => void this.returnBuffered(ttl, 'buffered past its TTL'), Math.max(10, ttl / 2));
+    // Without notifications (polling only, or one missed), the settings are re-read every poll
+    // interval while jobs wait in the buffer, so those of a queue paused since go back at once.
+    const pollMs = opts.pollMs ?? DEFAULTS.pollMs;
+    this.heldTimer = setInterval(() => {
+      if (this.slots.buffered > 0 && Date.now() - this.heldReadAt >= pollMs) void this.refreshHeld();
+    }, pollMs);
     if (!listening) this.claimer.wake('start (polling only)');
-    log.info({ listening }, 'worker started');
+    log.info({ listening, queues: queues ?? 'all', concurrency: opts.concurrency, kinds, capabilities }, 'worker started');
   }
 
   private notified(channel: string, payload: string): void {
@@ -244,16 +269,20 @@ export class Worker {
     } else if (channel === CONTROL_CHANNEL && payload === 'schedules') {
       this.scheduler?.changed();
     } else if (channel === CONTROL_CHANNEL && payload === 'queues') {
-      // Settings changed: jobs claimed ahead go back (a queue just paused must not start them
-      // now), and a resumed or newly limited queue may have work for us.
-      void this.returnBuffered(0, 'queue settings changed');
+      // Settings changed: jobs claimed ahead of a queue now paused or limited go back (see
+      // refreshHeld), and a resumed or newly limited queue may have work for us.
       void this.refreshHeld().then(() => this.claimer.wake('queue settings changed'));
     }
   }
 
-  private refreshHeld(): Promise<void> {
+  /** Re-reads the held queues; buffered jobs of those go back (the plain claim took them, unheld then). */
+  private async refreshHeld(): Promise<void> {
     this.heldReadAt = Date.now();
-    return this.held.refresh();
+    await this.held.refresh();
+    if (this.slots.buffered > 0) {
+      const leases = this.slots.takeBuffered(0, (job) => this.held.isHeld(job.queue));
+      await this.handBack(leases, 'queue settings changed');
+    }
   }
 
   /**
@@ -277,12 +306,12 @@ export class Worker {
       const q = order[(this.turn + i) % order.length];
       let jobs: Job[];
       if (q === null) {
-        jobs = await this.queue.claim({ ...base, queues: who.queues, limit: limit - got });
+        jobs = await this.work.claim({ ...base, queues: who.queues, limit: limit - got });
       } else {
         // No claim-ahead for a limited queue: a buffered job would hold one of its few slots idle.
         const room = Math.min(limit - got, this.slots.idle);
         if (room <= 0) continue;
-        const r = await this.queue.claimLimited(q, { ...base, limit: room });
+        const r = await this.work.claimLimited(q, { ...base, limit: room });
         jobs = r.jobs;
         if (r.retryAt) this.claimer.dueAtTime(r.retryAt.getTime());
       }
@@ -293,11 +322,15 @@ export class Worker {
   }
 
   /** Hands buffered jobs (all, or those older than `olderThanMs`) back to the queue, attempt refunded. */
-  private async returnBuffered(olderThanMs: number, why: string): Promise<void> {
-    const leases = this.slots.takeBuffered(olderThanMs);
+  private returnBuffered(olderThanMs: number, why: string): Promise<void> {
+    return this.handBack(this.slots.takeBuffered(olderThanMs), why);
+  }
+
+  /** Hands jobs that never started back to the queue, attempt refunded. */
+  private async handBack(leases: Lease[], why: string): Promise<void> {
     if (leases.length === 0) return;
     try {
-      const lost = await this.queue.release(this.id, leases);
+      const lost = await this.work.release(this.id, leases);
       this.log.info({ returned: leases.length - lost.length, lost: lost.length, why }, 'returned buffered jobs to the queue');
     } catch (err) {
       // No longer renewed: the reaper requeues them when their lease runs out.
@@ -309,7 +342,7 @@ export class Worker {
     if (!this.slots.isRunning(a.lease)) return;
     let r: { held: boolean; cancelRequested: boolean };
     try {
-      r = await this.queue.progress(this.id, a.lease, percent, message ?? null);
+      r = await this.work.progress(this.id, a.lease, percent, message ?? null);
     } catch (err) {
       if (err instanceof ValidationError) throw err;
       // Progress is best effort: a database hiccup must not fail the job.
@@ -342,6 +375,7 @@ export class Worker {
     log.info({ running: this.slots.running().length, graceMs }, 'worker stopping: no new claims');
     await Promise.all([this.claimer.stop(), this.maintenance.stop(), this.scheduler?.stop()]);
     clearInterval(this.bufferTimer);
+    clearInterval(this.heldTimer);
     // Off the list before the grace period: nothing new comes to this worker.
     await this.registry.stop();
     // Jobs that never started go back at once; only running ones get the grace period.
@@ -350,7 +384,7 @@ export class Worker {
       const leases = this.slots.running().map((a) => a.lease);
       for (const l of leases) this.slots.abandon(l, new ShutdownError(this.id));
       try {
-        const lost = await this.queue.release(this.id, leases);
+        const lost = await this.work.release(this.id, leases);
         log.warn({ released: leases.length - lost.length, lost: lost.length }, 'grace period over: released unfinished jobs');
       } catch (err) {
         log.error({ err: (err as Error).message }, 'could not release unfinished jobs; the reaper will requeue them');

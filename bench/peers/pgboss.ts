@@ -9,7 +9,8 @@ const QUEUE = 'noop';
 const INSERT_CHUNK = 5_000;
 
 const WORK: WorkOptions = {
-  batchSize: 50,
+  batchSize: 500, // the claim size every peer gets
+
   localConcurrency: CONCURRENCY,
   // Without this a worker that just emptied a full batch sleeps out its poll interval
   // (30 s on a notify queue) even though more jobs are waiting; a drain would mostly sleep.
@@ -18,15 +19,15 @@ const WORK: WorkOptions = {
 
 let silenced = 0;
 
-/** Fresh schema, then a started instance with its LISTEN connection up. */
-async function start(databaseUrl: string): Promise<PgBoss> {
-  await dropSchema(databaseUrl, SCHEMA);
+/** A started instance with its LISTEN connection up (on a fresh schema when `fresh`). */
+async function start(databaseUrl: string, fresh = true): Promise<PgBoss> {
+  if (fresh) await dropSchema(databaseUrl, SCHEMA);
   const boss = new PgBoss({ connectionString: databaseUrl, schema: SCHEMA, useListenNotify: true });
   // Keep the bench output clean but don't lose track: 'error' would otherwise crash the process.
   boss.on('error', () => void silenced++);
   boss.on('warning', () => void silenced++);
   await boss.start(); // resolves after the notifier's LISTEN is established
-  await boss.createQueue(QUEUE, { notify: true });
+  if (fresh) await boss.createQueue(QUEUE, { notify: true });
   return boss;
 }
 
@@ -36,17 +37,23 @@ const pgboss: PeerRunner = {
 
   async drain(databaseUrl, jobs) {
     silenced = 0;
-    const boss = await start(databaseUrl);
-    const probe = new pg.Client({ connectionString: databaseUrl });
-    await probe.connect();
+    const producer = await start(databaseUrl);
     try {
       for (let done = 0; done < jobs; done += INSERT_CHUNK) {
         const n = Math.min(INSERT_CHUNK, jobs - done);
-        await boss.insert(QUEUE, Array.from({ length: n }, () => ({ data: {} })));
+        await producer.insert(QUEUE, Array.from({ length: n }, () => ({ data: {} })));
       }
-      await analyzeSchema(databaseUrl, SCHEMA);
-      const handled = new Countdown(jobs);
-      const t0 = performance.now();
+    } finally {
+      await producer.stop();
+    }
+    await analyzeSchema(databaseUrl, SCHEMA);
+    const probe = new pg.Client({ connectionString: databaseUrl });
+    await probe.connect();
+    const handled = new Countdown(jobs);
+    // The worker's instance starts inside the timing, as every other runner's worker does.
+    const t0 = performance.now();
+    const boss = await start(databaseUrl, false);
+    try {
       await boss.work(QUEUE, WORK, async (batch) => handled.tick(batch.length));
       await handled.promise;
       // Completion is a separate statement after the handler resolves: wait until it landed.

@@ -17,10 +17,13 @@ export const CANCEL = {
 };
 
 // A failed or cancelled job runs again, with at least one attempt left (MAX_ATTEMPTS_LIMIT is the ceiling).
-// One that has parents waits for them again (blocked): the update trigger settles it at once.
+// A retry is an explicit "run it now": an expireAt already past is cleared (else the job would
+// only expire again at once); one still ahead is kept. One that has parents waits for them again
+// (blocked): the update trigger settles it at once.
 export const RETRY = {
   set: `status = CASE WHEN on_parent_failure IS NULL THEN 'queued' ELSE 'blocked' END::herald.job_status, available_at = now(), finished_at = NULL, cancel_requested_at = NULL,
-    result = NULL, progress = NULL, max_attempts = greatest(max_attempts, attempt + 1)`,
+    result = NULL, progress = NULL, max_attempts = greatest(max_attempts, attempt + 1),
+    expire_at = CASE WHEN expire_at <= now() THEN NULL ELSE expire_at END`,
   where: `status IN ('failed', 'cancelled') AND attempt < ${MAX_ATTEMPTS_LIMIT}`,
 };
 

@@ -2,7 +2,7 @@ import type { JobRow } from './rows.ts';
 import { statement } from './statement.ts';
 import { withWaitingFor } from './waiting.ts';
 
-/** One job of the JSON array enqueueJobs takes: every field filled in (Queue applies the defaults). */
+/** One job of the JSON array enqueueJobs takes: every field filled in (services/insert.ts applies the defaults). */
 export interface EnqueueRecord {
   kind: string;
   queue: string;

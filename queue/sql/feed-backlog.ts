@@ -4,7 +4,7 @@ import { NEWEST_EVENT, freshHorizonCte, horizonCte } from './horizon.ts';
 
 // Rows the feed cannot hand out yet: committed (visible to this statement, so their
 // transaction ended) but at or above the horizon, because an older transaction that may write
-// here is still open. The server's tailer asks (Queue.heldBack) after a short page: if some are
+// here is still open. The server's tailer asks (FeedService.heldBack) after a short page: if some are
 // held back it re-reads in a few ms instead of waiting for the next tick or its safety timer (a
 // latency aid, never a correctness one).
 export const feedHeldBack = statement<[...FeedAfter, otherXids: string[]], { held: boolean }>(

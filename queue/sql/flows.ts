@@ -1,5 +1,5 @@
 // Workflows: flows, the edges between their jobs, and the reads of the flow pages. The unblocking
-// itself is in the database (drizzle/0013_flow_triggers.sql): the transaction that finishes a
+// itself is in the database (drizzle/0016_flow_triggers.sql): the transaction that finishes a
 // parent settles its children, so nothing here polls.
 import type { JobStatus } from '../schema.ts';
 import { CANCEL, RETRY } from './admin.ts';

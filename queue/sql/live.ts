@@ -1,3 +1,4 @@
+import { WORKER_STALE_MS } from '../defaults.ts';
 import { LOCK_NAMESPACE } from '../locks.ts';
 
 // Who is alive. Each worker holds a session advisory lock (its liveness key) on its listener
@@ -9,10 +10,6 @@ export const LIVE_KEYS = `
   WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid = ${LOCK_NAMESPACE}::bigint::oid
     AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`;
 
-/** How often a worker refreshes its registry row (last_seen_at). */
-export const WORKER_HEARTBEAT_MS = 2_000;
-/** A registry row not refreshed for this long is dead, lock or not (a frozen or cut-off process). */
-const WORKER_STALE_MS = 10_000;
 
 /** A registry row `w` refreshed lately. */
 export const WORKER_SEEN_LATELY = `w.last_seen_at > now() - make_interval(secs => ${WORKER_STALE_MS / 1000})`;

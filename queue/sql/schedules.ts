@@ -64,6 +64,15 @@ export const markScheduleRun = statement<[name: string, lastRunAt: Date, lastJob
   `UPDATE herald.schedules SET last_run_at = $2, last_job_id = $3, next_run_at = $4 WHERE name = $1`,
 );
 
+/** A tick whose job could not be made: the schedule moves on to its next tick. */
+export const skipScheduleTick = statement<[name: string, nextRunAt: Date | null]>(
+  'skip_schedule_tick',
+  `UPDATE herald.schedules SET next_run_at = $2 WHERE name = $1`,
+);
+
+/** The database's clock: ticks are counted from it, as due-ness is. */
+export const databaseNow = statement<[], { now: Date }>('database_now', `SELECT now() AS now`);
+
 /** When the next unpaused schedule is due (epoch ms), or null. */
 export const nextScheduleDue = statement<[], { at_ms: number | null }>(
   'next_schedule_due',

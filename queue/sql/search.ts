@@ -13,7 +13,8 @@ import { statement } from './statement.ts';
 
 const JOB_FILTER = `
       ($1::text IS NULL OR j.queue = $1)
-  AND ($2::herald.job_status IS NULL OR j.status = $2)
+  AND ($2::text IS NULL OR j.status = (CASE WHEN $2 = 'scheduled' THEN 'queued' ELSE $2 END)::herald.job_status)
+  AND ($2::text IS DISTINCT FROM 'scheduled' OR j.available_at > now())
   AND ($3::text IS NULL OR j.kind = $3)
   AND ($4::jsonb IS NULL OR j.payload @> $4)
   AND ($5::text IS NULL OR j.last_error->>'message' ILIKE $5)
@@ -26,7 +27,8 @@ const JOB_FILTER = `
 /** The filter's parameters, in JOB_FILTER's order: payload as JSON text, error as an ILIKE pattern, times as ISO. */
 export type FilterParams = [
   queue: string | null,
-  status: JobStatus | null,
+  /** A job status, or 'scheduled': queued with a runAt still ahead (what GET /api/queues counts apart). */
+  status: JobStatus | 'scheduled' | null,
   kind: string | null,
   payloadJson: string | null,
   errorPattern: string | null,
@@ -106,9 +108,9 @@ SELECT (SELECT count(*) FROM batch)::int AS matched,
     unprepared,
   );
 
-export const BULK_ACTIONS = ['retry', 'cancel', 'delete'] as const;
-export type BulkAction = (typeof BULK_ACTIONS)[number];
+// Until server/schemas.ts and client/index.ts import them from queue/ (their branches of this wave own them).
 
+/** One statement per bulk action (BULK_ACTIONS in queue/defaults.ts). */
 export const bulkStatements = {
   retry: bulkBatch('bulk_retry', `UPDATE herald.jobs SET ${RETRY.set} FROM batch b WHERE herald.jobs.id = b.id AND ${RETRY.where} RETURNING 1`),
   cancel: bulkBatch('bulk_cancel', `UPDATE herald.jobs SET ${CANCEL.set} FROM batch b WHERE herald.jobs.id = b.id AND ${CANCEL.where} RETURNING 1`),
@@ -120,4 +122,4 @@ export const bulkStatements = {
 ), gone_events AS (
   DELETE FROM herald.job_events e USING acted a WHERE e.job_id = a.id`,
   ),
-} satisfies Record<BulkAction, unknown>;
+};

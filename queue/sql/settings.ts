@@ -50,6 +50,16 @@ WHERE q.queue = ANY((SELECT held FROM herald.queue_gate WHERE id = 1)::text[])
 ORDER BY q.queue`,
 );
 
+/**
+ * What a job claimed ahead is checked against before it starts: the held queues and the
+ * database's clock. A plain read suffices: its snapshot includes every settings change that
+ * had returned to its caller, as the plain claim's locked read of the same row does.
+ */
+export const startGate = statement<[], { held: string[]; now: Date }>(
+  'start_gate',
+  `SELECT held, now() AS now FROM herald.queue_gate WHERE id = 1`,
+);
+
 /** Rate-window starts no window can count any more (older than their queue's period, or than a day). */
 export const pruneQueueStarts = statement<[]>(
   'prune_queue_starts',

@@ -1,5 +1,9 @@
 import { WORKER_SEEN_LATELY } from './live.ts';
 
+/** Why a queued job is held back (the Job JSON's waitingFor), as WAITING_FOR below says. */
+export const WAITING_REASONS = ['dependencies', 'scheduled', 'paused', 'concurrency', 'group_concurrency', 'rate_limit', 'no_worker'] as const;
+export type WaitingFor = (typeof WAITING_REASONS)[number];
+
 // Why a queued job is held back, as the Job JSON's waitingFor: the first reason that applies,
 // or NULL when the job is not queued or nothing holds it back (it starts when a slot frees).
 // Every statement that returns jobs to the API wraps its rows with this, so a read, an enqueue

@@ -1,3 +1,6 @@
+import type { Nullable } from '../json.ts';
+import type { workers } from '../schema.ts';
+import type { PgRow } from './rows.ts';
 import { LIVE_KEYS, WORKER_IS_LIVE } from './live.ts';
 import { statement } from './statement.ts';
 
@@ -47,20 +50,7 @@ RETURNING w.id`,
 // the registry existed.
 export const listWorkers = statement<
   [],
-  {
-    worker: string;
-    host: string | null;
-    pid: number | null;
-    queues: string[] | null;
-    kinds: string[] | null;
-    capabilities: string[] | null;
-    concurrency: number | null;
-    started_at: Date | null;
-    last_seen_at: Date | null;
-    running: number;
-    since: Date | null;
-    jobs: string[];
-  }
+  { worker: string } & Nullable<Omit<PgRow<typeof workers>, 'id' | 'lock_key'>> & { running: number; since: Date | null; jobs: string[] }
 >(
   'workers',
   `

@@ -2,12 +2,14 @@
 // The work is in server/stream/: hub.ts (assembly), tailer.ts (the one database reader),
 // fanout.ts (in-memory distribution), session.ts (one client: replay, hand-over, slow clients).
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { parseCursor } from '../../queue/cursor.ts';
 import type { ServerContext } from '../context.ts';
-import { errors, eventsQuery } from '../schemas.ts';
+import { errors } from '../schemas.ts';
+import { eventsHeaders, eventsQuery } from './events.schema.ts';
 
 export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  app.get(
+  app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/api/events',
     {
       // The fan-out serialises each event's data once for all clients (fanout.ts): send it as is.
@@ -25,7 +27,7 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
           'Every event exactly once, each job in order. A comment every 15 s keeps the connection alive. ' +
           'A client that falls more than 10,000 events behind is disconnected and resumes with Last-Event-ID.',
         querystring: eventsQuery,
-        headers: { type: 'object', properties: { 'last-event-id': { type: 'string', maxLength: 64 } } },
+        headers: eventsHeaders,
         response: {
           200: { description: 'the event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } },
           ...errors(400, 401, 403, 406),
@@ -33,9 +35,9 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
       },
     },
     async (request, reply) => {
-      const q = request.query as { queue?: string; job?: string; flow?: string; lastEventId?: string };
+      const q = request.query;
       // The header wins: EventSource resends it on reconnect while the URL keeps the first ?lastEventId.
-      const raw = (request.headers['last-event-id'] as string | undefined) ?? q.lastEventId;
+      const raw = request.headers['last-event-id'] ?? q.lastEventId;
       const after = raw === undefined || raw.trim() === '' ? null : parseCursor(raw);
       await ctx.hub.open(reply, { queue: q.queue, jobId: q.job, flowId: q.flow }, after);
     },

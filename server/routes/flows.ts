@@ -1,21 +1,20 @@
 // Workflows over HTTP: create a flow (producer), read flows (viewer), cancel and retry one
-// (admin), and a job's parents and children (viewer). The core is queue/flows.ts.
+// (admin), and a job's parents and children (viewer). The core is queue/services/flows.ts.
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { NotFoundError } from '../../queue/errors.ts';
-import type { FlowStatus } from '../../queue/flows.ts';
-import type { OnParentFailure } from '../../queue/job.ts';
-import type { EnqueueInput } from '../../queue/queue.ts';
 import type { ServerContext } from '../context.ts';
-import { flowActed, flowBody, flowCreated, flowDetail, flowListQuery, flowPage, flowParams, jobRelatives } from '../flow-schemas.ts';
-import { errors, idParams } from '../schemas.ts';
+import { errors } from '../schemas.ts';
+import { Flow, flowActed, flowBody, flowCreated, flowDetail, flowListQuery, flowPage, flowParams, jobRelatives } from './flows.schema.ts';
+import { idParams } from './jobs.schema.ts';
 import { pathId } from './jobs.ts';
 
-type FlowJobBody = EnqueueInput & { ref: string; dependsOn?: string[]; onParentFailure?: OnParentFailure };
-
 export function flowRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  const flows = ctx.queue.flows;
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  api.addSchema(Flow);
+  const { queue } = ctx;
 
-  app.post(
+  api.post(
     '/api/flows',
     {
       config: { role: 'producer' },
@@ -28,12 +27,12 @@ export function flowRoutes(app: FastifyInstance, ctx: ServerContext): void {
           'parents is blocked until they end, then queued in the transaction that ends the last one. An unknown ref, a duplicate ' +
           'ref or a cycle is a 400 naming it; nothing is written.',
         body: flowBody,
-        response: { 201: { description: 'the flow and its jobs, in request order', ...flowCreated }, ...errors(400, 401, 403, 409, 413, 415, 503) },
+        response: { 201: flowCreated, ...errors(400, 401, 403, 409, 413, 415, 503) },
       },
     },
     async (request, reply) => {
-      const { name, jobs } = request.body as { name?: string; jobs: FlowJobBody[] };
-      const made = await flows.create(
+      const { name, jobs } = request.body;
+      const made = await queue.createFlow(
         name ?? null,
         jobs.map(({ ref, dependsOn, onParentFailure, ...job }) => ({ ref, dependsOn, onParentFailure, job })),
       );
@@ -41,7 +40,7 @@ export function flowRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
   );
 
-  app.get(
+  api.get(
     '/api/flows',
     {
       config: { role: 'viewer' },
@@ -50,13 +49,13 @@ export function flowRoutes(app: FastifyInstance, ctx: ServerContext): void {
         operationId: 'listFlows',
         summary: 'List flows, newest first',
         querystring: flowListQuery,
-        response: { 200: { description: 'a page of flows', ...flowPage }, ...errors(400, 401, 403) },
+        response: { 200: flowPage, ...errors(400, 401, 403) },
       },
     },
-    async (request) => flows.list(request.query as { status?: FlowStatus; before?: string; limit: number }),
+    async (request) => queue.flows(request.query),
   );
 
-  app.get(
+  api.get(
     '/api/flows/:id',
     {
       config: { role: 'viewer' },
@@ -65,19 +64,19 @@ export function flowRoutes(app: FastifyInstance, ctx: ServerContext): void {
         operationId: 'getFlow',
         summary: 'One flow: its status, counts, jobs and edges',
         params: flowParams,
-        response: { 200: { description: 'the flow', ...flowDetail }, ...errors(400, 401, 403, 404) },
+        response: { 200: flowDetail, ...errors(400, 401, 403, 404) },
       },
     },
     async (request) => {
       const id = pathId(request.params, 'flow');
-      const flow = await flows.get(id);
+      const flow = await queue.flow(id);
       if (!flow) throw new NotFoundError(`flow ${id} does not exist`);
       return flow;
     },
   );
 
   const action = (verb: 'cancel' | 'retry', summary: string, description: string) =>
-    app.post(
+    api.post(
       `/api/flows/:id/${verb}`,
       {
         config: { role: 'admin' },
@@ -87,10 +86,13 @@ export function flowRoutes(app: FastifyInstance, ctx: ServerContext): void {
           summary,
           description,
           params: flowParams,
-          response: { 200: { description: 'how many jobs it changed', ...flowActed }, ...errors(400, 401, 403, 404) },
+          response: { 200: flowActed, ...errors(400, 401, 403, 404) },
         },
       },
-      async (request) => ({ affected: await flows[verb](pathId(request.params, 'flow'), request.actor) }),
+      async (request) => {
+        const id = pathId(request.params, 'flow');
+        return { affected: await (verb === 'cancel' ? queue.cancelFlow(id, request.actor) : queue.retryFlow(id, request.actor)) };
+      },
     );
   action('cancel', 'Cancel a flow', 'Every unfinished job becomes cancelled: queued and blocked ones at once, running ones through their signal.');
   action(
@@ -99,7 +101,7 @@ export function flowRoutes(app: FastifyInstance, ctx: ServerContext): void {
     'Its failed and cancelled jobs run again: those without parents are queued, those with parents wait for them again.',
   );
 
-  app.get(
+  api.get(
     '/api/jobs/:id/dependencies',
     {
       config: { role: 'viewer' },
@@ -108,13 +110,13 @@ export function flowRoutes(app: FastifyInstance, ctx: ServerContext): void {
         operationId: 'getJobDependencies',
         summary: "A job's parents (in dependsOn order) and children",
         params: idParams,
-        response: { 200: { description: 'parents and children', ...jobRelatives }, ...errors(400, 401, 403, 404) },
+        response: { 200: jobRelatives, ...errors(400, 401, 403, 404) },
       },
     },
     async (request) => {
       const id = pathId(request.params);
-      if (!(await ctx.queue.get(id))) throw new NotFoundError(`job ${id} does not exist`);
-      return flows.relatives(id);
+      if (!(await queue.get(id))) throw new NotFoundError(`job ${id} does not exist`);
+      return queue.relatives(id);
     },
   );
 }

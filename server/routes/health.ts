@@ -1,8 +1,11 @@
-// GET /api/health (no auth): 200 while the database answers, 503 while it does not. The
+// GET /api/health (no auth): 200 while the database answers, 503 while it does not; details
+// (session pids, application names, table sizes) only to a valid token when auth is on. The
 // process keeps running through an outage; the pool and the listener reconnect by themselves.
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ServerContext } from '../context.ts';
-import { errors, health } from '../schemas.ts';
+import { Described, errors } from '../schemas.ts';
+import { healthQuery, healthReply, type Health } from './health.schema.ts';
 
 const DB_TIMEOUT_MS = 2_000;
 
@@ -15,7 +18,7 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
 }
 
 export function healthRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  app.get(
+  app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/api/health',
     {
       schema: {
@@ -24,9 +27,12 @@ export function healthRoutes(app: FastifyInstance, ctx: ServerContext): void {
         summary: 'Liveness of the database, the listener and the event stream; who holds the stream back; table bloat',
         // For probes: no token, whatever HERALD_TOKENS says.
         security: [],
-        // Like every route, it refuses parameters it does not know.
-        querystring: { type: 'object', additionalProperties: false, properties: {} },
-        response: { 200: { description: 'everything is up', ...health }, 503: { description: 'the database is unreachable', ...health }, ...errors(400) },
+        querystring: healthQuery,
+        response: {
+          200: Described(healthReply, 'everything is up'),
+          503: Described(healthReply, 'the database is unreachable'),
+          ...errors(400),
+        },
       },
     },
     async (request, reply) => {
@@ -39,13 +45,14 @@ export function healthRoutes(app: FastifyInstance, ctx: ServerContext): void {
         withTimeout(ctx.hub.holder(), DB_TIMEOUT_MS).catch(() => null),
       ]);
       const state = ctx.hub.listener.state;
-      const body = {
+      // Probes get the states; who holds the stream and the table sizes need a token (when auth is on).
+      const body: Health = {
         ok: tables !== null,
         db: tables !== null ? 'up' : 'down',
         listener: state === 'connecting' ? 'down' : state,
         streamLagMs: ctx.hub.lagMs(),
-        streamHeldBy: holder,
-        tables: tables ?? [],
+        streamHeldBy: holder && !request.known ? { ...holder, pid: null, applicationName: null } : holder,
+        tables: request.known ? (tables ?? []) : [],
       };
       return reply.code(body.ok ? 200 : 503).send(body);
     },

@@ -1,25 +1,25 @@
 // Reading and searching jobs (viewer) and changing them (admin: cancel, retry, bulk actions).
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { NotFoundError, ValidationError } from '../../queue/errors.ts';
-import type { JobFilter } from '../../queue/search.ts';
-import type { BulkAction } from '../../queue/sql/search.ts';
 import type { ServerContext } from '../context.ts';
-import { bulkBody, bulkResult, errors, idParams, jobEvents, jobPage, jobRef, listQuery } from '../schemas.ts';
+import { errors, Job, Ref } from '../schemas.ts';
+import { bulkBody, bulkResult, idParams, jobEvents, jobPage, listQuery } from './jobs.schema.ts';
 
 const MAX_ID = 2n ** 63n - 1n;
 
 /** The id from the path; one past bigint's range cannot exist, so it is a 404, not a database error. */
-export function pathId(params: unknown, noun = 'job'): string {
-  const { id } = params as { id: string };
+export function pathId({ id }: { id: string }, noun = 'job'): string {
   if (BigInt(id) > MAX_ID) throw new NotFoundError(`${noun} ${id} does not exist`);
   return id;
 }
-const jobId = (params: unknown) => pathId(params);
+const jobId = (params: { id: string }) => pathId(params);
 
 const byId = { params: idParams };
 
 export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  app.get(
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  api.get(
     '/api/jobs',
     {
       config: { role: 'viewer' },
@@ -33,19 +33,19 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
           'the page fills, `searched` says how many jobs were looked at and `next` continues below them.',
         querystring: listQuery,
         response: {
-          200: { description: 'a page of jobs', ...jobPage },
+          200: jobPage,
           ...errors(400, 401, 403),
         },
       },
     },
     async (request) => {
-      const q = request.query as JobFilter & { limit: number; before?: string };
+      const q = request.query;
       if (q.before !== undefined && BigInt(q.before) > MAX_ID) q.before = MAX_ID.toString();
       return ctx.queue.list(q);
     },
   );
 
-  app.post(
+  api.post(
     '/api/jobs/bulk',
     {
       config: { role: 'admin' },
@@ -58,11 +58,11 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
           'delete to succeeded, failed and cancelled ones, with their events. Jobs in other statuses count in `matched` and ' +
           'are left alone. The filter must name a queue, a status or a flow. Works in transactions of at most 1,000 jobs.',
         body: bulkBody,
-        response: { 200: { description: '{matched} on a dry run, {matched, affected} otherwise', ...bulkResult }, ...errors(400, 401, 403) },
+        response: { 200: bulkResult, ...errors(400, 401, 403) },
       },
     },
     async (request) => {
-      const { action, filter, dryRun } = request.body as { action: BulkAction; filter: JobFilter; dryRun?: boolean };
+      const { action, filter, dryRun } = request.body;
       if (filter.queue === undefined && filter.status === undefined && filter.flow === undefined) {
         throw new ValidationError('filter must name a queue, a status or a flow: a bulk action over every job is refused');
       }
@@ -73,11 +73,11 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
   );
 
-  app.get(
+  api.get(
     '/api/jobs/:id',
     {
       config: { role: 'viewer' },
-      schema: { ...byId, tags: ['jobs'], operationId: 'getJob', summary: 'One job', response: { 200: jobRef, ...errors(400, 401, 403, 404) } },
+      schema: { ...byId, tags: ['jobs'], operationId: 'getJob', summary: 'One job', response: { 200: Ref(Job), ...errors(400, 401, 403, 404) } },
     },
     async (request) => {
       const id = jobId(request.params);
@@ -87,7 +87,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
   );
 
-  app.get(
+  api.get(
     '/api/jobs/:id/events',
     {
       config: { role: 'viewer' },
@@ -97,7 +97,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
         operationId: 'listJobEvents',
         summary: "A job's events, oldest first",
         response: {
-          200: { description: "the job's events", ...jobEvents },
+          200: jobEvents,
           ...errors(400, 401, 403, 404),
         },
       },
@@ -111,7 +111,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
   );
 
-  app.post(
+  api.post(
     '/api/jobs/:id/cancel',
     {
       config: { role: 'admin' },
@@ -122,13 +122,13 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
         summary: 'Cancel a job',
         description:
           'A queued or blocked job becomes cancelled; a running one gets cancelRequested and its handler is signalled. A finished one: 409.',
-        response: { 200: jobRef, ...errors(400, 401, 403, 404, 409) },
+        response: { 200: Ref(Job), ...errors(400, 401, 403, 404, 409) },
       },
     },
     async (request) => ctx.queue.cancel(jobId(request.params), request.actor),
   );
 
-  app.post(
+  api.post(
     '/api/jobs/:id/retry',
     {
       config: { role: 'admin' },
@@ -138,7 +138,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
         operationId: 'retryJob',
         summary: 'Retry a failed or cancelled job',
         description: 'The job is queued again with at least one more attempt. Any other status: 409.',
-        response: { 200: jobRef, ...errors(400, 401, 403, 404, 409) },
+        response: { 200: Ref(Job), ...errors(400, 401, 403, 404, 409) },
       },
     },
     async (request) => ctx.queue.retry(jobId(request.params), request.actor),

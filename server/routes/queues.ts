@@ -1,12 +1,15 @@
 // Queues (counts and settings, and changing the settings) and the worker registry.
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { DEFAULTS } from '../../queue/defaults.ts';
 import type { ServerContext } from '../context.ts';
-import type { HistoryRange } from '../../queue/history.ts';
-import type { QueueSettingsPatch } from '../../queue/queue.ts';
-import { errors, queueCounts, queueParams, queuePatch, queueStats, statsQuery, workers } from '../schemas.ts';
+import { errors, Ref } from '../schemas.ts';
+import { QueueInfo, queueCounts, queueParams, queuePatch, queueStats, statsQuery, workers } from './queues.schema.ts';
 
 export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  app.get(
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  api.addSchema(QueueInfo);
+  api.get(
     '/api/queues',
     {
       config: { role: 'viewer' },
@@ -21,7 +24,7 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
     async () => ({ queues: await ctx.queue.counts() }),
   );
 
-  app.patch(
+  api.patch(
     '/api/queues/:queue',
     {
       config: { role: 'admin' },
@@ -36,16 +39,15 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
           'resuming wakes the workers at once.',
         params: queueParams,
         body: queuePatch,
-        response: { 200: { $ref: 'QueueInfo#' }, ...errors(400, 401, 403, 413, 415) },
+        response: { 200: Ref(QueueInfo), ...errors(400, 401, 403, 413, 415) },
       },
     },
     async (request) => {
-      const { queue } = request.params as { queue: string };
-      return ctx.queue.patchQueue(queue, request.body as QueueSettingsPatch, request.actor);
+      return ctx.queue.patchQueue(request.params.queue, request.body, request.actor);
     },
   );
 
-  app.get(
+  api.get(
     '/api/queues/:queue/stats',
     {
       config: { role: 'viewer' },
@@ -59,17 +61,16 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
           'gives empty buckets.',
         params: queueParams,
         querystring: statsQuery,
-        response: { 200: { description: "the queue's history, oldest bucket first", ...queueStats }, ...errors(400, 401, 403) },
+        response: { 200: queueStats, ...errors(400, 401, 403) },
       },
     },
     async (request) => {
-      const { queue } = request.params as { queue: string };
-      const { range } = request.query as { range: HistoryRange };
-      return { buckets: await ctx.queue.history(queue, range) };
+      const range = request.query.range ?? DEFAULTS.historyRange;
+      return { buckets: await ctx.queue.history(request.params.queue, range) };
     },
   );
 
-  app.get(
+  api.get(
     '/api/workers',
     {
       config: { role: 'viewer' },

@@ -1,4 +1,5 @@
 // The fan-out hands each subscriber exactly its events, in feed order, with data built once.
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { describe, expect, it } from 'vitest';
 import type { JobEvent } from '../../queue/job.ts';
 import { Fanout, toMessage, type StreamMessage, type Subscriber } from './fanout.ts';
@@ -59,13 +60,27 @@ describe('Fanout', () => {
     expect(pages).toBe(2);
   });
 
-  it('builds the SSE message once: id is the cursor, data the event without it', () => {
+  it('frames the SSE message once: id is the cursor, data the event without it', () => {
     const e = event('5', 'q');
     const m = toMessage(e);
-    expect(m.sse.id).toBe(e.cursor);
-    expect(m.sse.event).toBe('job');
+    const parsed: EventSourceMessage[] = [];
+    const parser = createParser({ onEvent: (x) => parsed.push(x) });
+    parser.feed(m.frame.toString('utf8'));
     const { cursor: _, ...rest } = e;
-    expect(JSON.parse(m.sse.data)).toEqual(rest);
+    expect(parsed).toHaveLength(1);
+    expect(parsed[0]).toMatchObject({ id: e.cursor, event: 'job' });
+    expect(JSON.parse(parsed[0].data)).toEqual(rest);
+    expect(m.bytes).toBe(m.frame.length);
     expect([m.tx, m.id]).toEqual([BigInt(e.cursor.split('.')[0]), BigInt(e.cursor.split('.')[1])]);
+  });
+
+  it('hands every subscriber the same encoded frame', () => {
+    const f = new Fanout();
+    const frames: Buffer[][] = [];
+    for (const filter of [{}, {}, { queue: 'q' }]) f.subscribe({ filter, deliver: (ms) => frames.push(ms.map((m) => m.frame)) });
+    f.publish([event('5', 'q')]);
+    expect(frames).toHaveLength(3);
+    expect(frames[1][0]).toBe(frames[0][0]);
+    expect(frames[2][0]).toBe(frames[0][0]);
   });
 });

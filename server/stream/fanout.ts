@@ -4,27 +4,22 @@
 import type { JobEvent } from '../../queue/job.ts';
 import type { JobStatus } from '../../queue/schema.ts';
 
-/** One event ready to send: its `data:` JSON is built once, whatever the number of clients. */
+/** One event ready to send: its SSE frame is encoded once, whatever the number of clients. */
 export interface StreamMessage {
   event: JobEvent;
   /** The cursor as numbers, for the replay→live hand-over comparison. */
   tx: bigint;
   id: bigint;
-  sse: { id: string; event: 'job'; data: string };
+  /** `id:`, `event: job` and one `data:` line (JSON has no raw newline): every socket gets this same Buffer. */
+  frame: Buffer;
   bytes: number;
 }
 
 export function toMessage(e: JobEvent): StreamMessage {
   const { cursor, ...data } = e;
-  const json = JSON.stringify(data);
   const dot = cursor.indexOf('.');
-  return {
-    event: e,
-    tx: BigInt(cursor.slice(0, dot)),
-    id: BigInt(cursor.slice(dot + 1)),
-    sse: { id: cursor, event: 'job', data: json },
-    bytes: json.length + cursor.length + 32,
-  };
+  const frame = Buffer.from(`id: ${cursor}\nevent: job\ndata: ${JSON.stringify(data)}\n\n`);
+  return { event: e, tx: BigInt(cursor.slice(0, dot)), id: BigInt(cursor.slice(dot + 1)), frame, bytes: frame.length };
 }
 
 /** Orders two positions like the feed does: by (tx, id). */

@@ -105,7 +105,7 @@ export class StreamSession implements Subscriber, Flushable {
         raw.cork();
         for (; i < page.length && !raw.writableNeedDrain; i++) {
           const m = toMessage(page[i]);
-          this.send(m.sse);
+          raw.write(m.frame);
           last = m;
         }
         raw.uncork();
@@ -122,9 +122,9 @@ export class StreamSession implements Subscriber, Flushable {
     this.pump();
   }
 
-  private send(message: { id: string; event?: string; data: unknown }): void {
-    // The library frames the message and handles the socket's backpressure; a closed socket
-    // rejects, which the 'close' handler already deals with.
+  /** A message of this session's own (the start position): the library frames it. Events are written pre-framed. */
+  private send(message: { id: string; data: undefined }): void {
+    // A closed socket rejects, which the 'close' handler already deals with.
     this.reply.sse.send(message).catch(noop);
   }
 
@@ -159,7 +159,7 @@ export class StreamSession implements Subscriber, Flushable {
         if (compareMessage(m, this.skipThrough) <= 0) continue;
         this.skipThrough = null;
       }
-      this.send(m.sse);
+      raw.write(m.frame);
     }
     raw.uncork();
     if (this.head === this.pending.length) {

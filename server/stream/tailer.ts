@@ -1,10 +1,10 @@
 // THE tailer: one per server process. It follows herald.job_events gap-free through
-// queue.feed(cursor) (rows below the transaction horizon, in (tx, id) order; see queue/sql/feed.ts)
+// FeedService.feed(cursor) (rows below the transaction horizon, in (tx, id) order; see queue/sql/feed.ts)
 // and publishes each page to the in-memory fan-out. It reads when the NOTIFY tick on
 // herald_events says there is something new, and on a short safety timer in case a tick was
 // lost (listener down, pooler). A read goes page by page until it is caught up.
 import type { Logger } from 'pino';
-import type { Queue } from '../../queue/queue.ts';
+import type { FeedService } from '../../queue/services/feed.ts';
 import { formatCursor, parseCursor, type Cursor } from '../../queue/cursor.ts';
 import type { Fanout } from './fanout.ts';
 
@@ -45,7 +45,7 @@ export class Tailer {
   private readonly pageSize: number;
 
   constructor(
-    private readonly queue: Queue,
+    private readonly feed: Pick<FeedService, 'head' | 'feed' | 'heldBack' | 'learnOtherDatabases'>,
     private readonly fanout: Fanout,
     private readonly opts: TailerOptions = {},
   ) {
@@ -56,7 +56,7 @@ export class Tailer {
 
   /** Starts at the current head: what happened before is for replays, read from the database. */
   async start(): Promise<void> {
-    this.position = await this.queue.head();
+    this.position = await this.feed.head();
     this.caughtUpAt = Date.now();
     this.timer = setInterval(() => this.wake(), this.safetyMs);
     this.timer.unref();
@@ -97,7 +97,7 @@ export class Tailer {
     try {
       let page;
       do {
-        page = await this.queue.feed(this.position, this.pageSize);
+        page = await this.feed.feed(this.position, this.pageSize);
         if (this.stopped) return;
         if (page.length > 0) {
           // Position and publish in one synchronous step: a stream that subscribes and reads
@@ -126,7 +126,7 @@ export class Tailer {
   // does not know of yet: look them up (a read of pg_locks and pg_stat_activity, too dear for
   // every read; at most once per LEARN_AFTER_MS while stuck), and re-read at once if one was new.
   private async afterCaughtUp(): Promise<void> {
-    if (!(await this.queue.heldBack(this.position))) {
+    if (!(await this.feed.heldBack(this.position))) {
       this.stuck = undefined;
       this.retryDelay = 0;
       this.caughtUpAt = Date.now();
@@ -136,7 +136,7 @@ export class Tailer {
     if (this.stuck?.at !== at) this.stuck = { at, since: Date.now() };
     else if (Date.now() - this.stuck.since >= LEARN_AFTER_MS) {
       this.stuck.since = Date.now();
-      if (await this.queue.learnOtherDatabases()) this.retryDelay = 0;
+      if (await this.feed.learnOtherDatabases()) this.retryDelay = 0;
     }
     this.retryDelay = Math.min(this.safetyMs, Math.max(1, this.retryDelay * 2));
     clearTimeout(this.retryTimer);

@@ -17,6 +17,8 @@ class AuthState {
   required = $state(false);
   /** The server's words for the last 401 ("token required", "unknown token"…). */
   reason = $state<string | null>(null);
+  /** The server took the current token (a call with it succeeded); false until then. */
+  accepted = $state(false);
   /** The prompt opened by hand from the header. */
   promptOpen = $state(false);
   /** Bumps on every token change; views re-load when it changes. */
@@ -25,7 +27,13 @@ class AuthState {
 
   demand(reason: string): void {
     this.required = true;
+    this.accepted = false;
     this.reason = reason;
+  }
+
+  /** A call that needs a token succeeded: the token in use (if any) is a good one. */
+  accept(): void {
+    if (this.token && !this.required && !this.accepted) this.accepted = true;
   }
 
   setToken(value: string | null): void {
@@ -37,6 +45,7 @@ class AuthState {
       // storage may be disabled; the token then lives for this page only
     }
     this.token = t;
+    this.accepted = false;
     this.required = false;
     this.reason = null;
     this.promptOpen = false;

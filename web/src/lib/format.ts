@@ -22,12 +22,24 @@ export function fmtTimeMs(iso: string | null | undefined): string {
   return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
 }
 
-/** Full local date and time, for tooltips. */
+/** Full local date and time ("2026-12-01 07:26:50"), for tooltips. */
 export function fmtDateTime(iso: string | null | undefined): string {
   if (!iso) return '';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return String(iso);
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())} (${iso})`;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+/**
+ * An error message for a table cell: its first line, without the "Error: " every thrown Error
+ * starts with. When still too long, the middle goes: the end is what names the cause
+ * ("… failed: 503 Service Unavailable").
+ */
+export function shortError(message: string, max = 90): string {
+  const line = (message.split('\n').find((l) => l.trim()) ?? '').trim().replace(/^(?:Error:\s*)+/, '');
+  if (line.length <= max) return line;
+  const tail = Math.floor(max * 0.6);
+  return `${line.slice(0, max - tail - 1).trimEnd()}…${line.slice(-tail).trimStart()}`;
 }
 
 export function fmtDuration(ms: number | null | undefined): string {

@@ -12,7 +12,7 @@
 // which corrects what events cannot tell (a scheduled job becoming due, a job we never saw).
 // The pure parts live in live/, one module per concern, each unit-tested beside it.
 
-import { ApiError, listQueues } from './api';
+import { api, HeraldApiError } from './client';
 import { auth } from './auth.svelte';
 import { EventBatcher, frameScheduler } from './live/event-batcher';
 import { applyTransition, LiveIndex, sortQueues } from './live/queue-counts';
@@ -40,6 +40,8 @@ class BoardStore {
   recent = $state.raw<BoardEvent[]>([]);
   /** Bumps when the stream (re)opened without a cursor, so events may have been missed: views reload. */
   resyncs = $state(0);
+  /** The rate series holds the stored history of the minutes before the page opened. */
+  historyLoaded = $state(false);
 
   readonly index = new LiveIndex();
   readonly rates = new RateSeries(300);
@@ -47,6 +49,9 @@ class BoardStore {
   #listeners = new Set<BatchListener>();
   #batcher = new EventBatcher<BoardEvent>((b) => this.#applyBatch(b), frameScheduler);
   #client: StreamClient | null = null;
+  /** When the page began to listen: the rate series before it come from stored history. */
+  #openedAt = Date.now();
+  #seeding = false;
   #recentBuf: BoardEvent[] = [];
   // The feed is for reading, not for animation: 4 updates a second are plenty.
   #publishRecent = throttle(() => (this.recent = this.#recentBuf), 250);
@@ -97,13 +102,33 @@ class BoardStore {
 
   async #loadQueues(): Promise<void> {
     try {
-      const qs = await listQueues();
+      const qs = await api.queues();
       this.queues = sortQueues(qs);
       this.queuesLoaded = true;
       this.queuesError = null;
+      auth.accept(); // the list needs a viewer token: the one we sent is good
+      void this.#seedRates(qs.map((q) => q.queue));
     } catch (e) {
       this.queuesError = e;
-      if (e instanceof ApiError && e.status === 401) this.queuesLoaded = false;
+      if (e instanceof HeraldApiError && e.statusCode === 401) this.queuesLoaded = false;
+    }
+  }
+
+  /**
+   * Once: the last minutes of every queue from GET /api/queues/:queue/stats, so the rate tiles
+   * and the 5-minute charts show what happened before the page opened, not zeros until events come.
+   */
+  async #seedRates(queues: string[]): Promise<void> {
+    if (this.historyLoaded || this.#seeding) return;
+    this.#seeding = true;
+    try {
+      const all = await Promise.all(queues.map((q) => api.queueStats(q, '1h')));
+      for (const minutes of all) this.rates.seed(minutes.slice(-6), this.#openedAt);
+      this.historyLoaded = true;
+    } catch {
+      // A later /api/queues success tries again (after a token is given, say).
+    } finally {
+      this.#seeding = false;
     }
   }
 

@@ -4,7 +4,7 @@
 // may be known only from stream events, and the filters and states of its views.
 import type { ApiJobEvent, Job, JobStatus, QueueCounts, QueueSettingsPatch } from 'herald/client';
 
-export type { BulkAction, EnqueueInput, EventType, Health, HistoryBucket, HistoryRange, Job, JobPage, JobStatus, QueueCounts, QueueSettingsPatch, Schedule, WorkerInfo } from 'herald/client';
+export type { BulkAction, EnqueueInput, EventType, Health, HistoryBucket, HistoryRange, Job, JobStatus, QueueCounts, QueueSettingsPatch, Schedule, WorkerInfo } from 'herald/client';
 
 /** The buckets `GET /api/queues` counts: a queued job whose runAt is still ahead counts as `scheduled`. */
 export type CountBucket = Exclude<keyof QueueCounts, 'queue' | keyof QueueSettingsPatch | 'updatedBy' | 'updatedAt'>;

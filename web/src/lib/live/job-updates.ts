@@ -58,10 +58,14 @@ export function applyEventToJob(job: BoardJob, ev: BoardEvent): void {
       if (ev.status !== 'queued' && ev.status !== 'running') job.finishedAt = ev.at;
       break;
     case 'retried':
+      // As the retry statement does: due now, unfinished, with at least one attempt left.
       releaseLock();
+      job.runAt = ev.at;
       job.finishedAt = null;
       job.cancelRequested = false;
       job.progress = null;
+      job.result = null;
+      if (typeof d.maxAttempts === 'number') job.maxAttempts = d.maxAttempts;
       break;
     default:
       break;
@@ -95,7 +99,7 @@ export function jobFromEvent(ev: BoardEvent): BoardJob {
     priority: typeof d.priority === 'number' ? d.priority : null,
     status: ev.status,
     attempt: ev.attempt,
-    maxAttempts: null,
+    maxAttempts: typeof d.maxAttempts === 'number' ? d.maxAttempts : null,
     requires: [],
     idempotencyKey: null,
     runAt: typeof d.runAt === 'string' ? d.runAt : ev.type === 'enqueued' ? ev.at : null,

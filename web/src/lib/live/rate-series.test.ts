@@ -29,4 +29,22 @@ describe('RateSeries', () => {
     // a minute later everything has slid out of the window
     expect(s.totals(60, base + 120_000).enqueued).toBe(0);
   });
+
+  it('is filled from stored per-minute history before the page listened, and live events add on top', () => {
+    const open = Date.parse('2026-01-01T00:10:30Z');
+    const s = new RateSeries(300);
+    const minute = (at: string, succeeded: number, waitP50Ms: number | null = null, waitP95Ms: number | null = null) =>
+      ({ at, enqueued: succeeded, started: succeeded, succeeded, failed: 0, waitP50Ms, waitP95Ms, depth: 0 });
+    // Two queues' history: the minute before the page opened, and the current one (30 s of it).
+    s.seed([minute('2026-01-01T00:09:00Z', 120, 8, 40), minute('2026-01-01T00:10:00Z', 30)], open);
+    s.seed([minute('2026-01-01T00:09:00Z', 60, 16, 90), minute('2026-01-01T00:00:00Z', 999)], open); // 00:00 is out of the window
+    s.add(ev('1', 'succeeded', 'succeeded', { at: '2026-01-01T00:10:31.500Z' }), open + 1500);
+    const t = s.totals(60, open + 2000);
+    // 00:09:32..00:10:29: 28 s of (180/60) per second, 30 s of 1 per second; plus the live one at :31
+    expect(t.succeeded).toBeCloseTo(28 * 3 + 30 + 1, 5);
+    expect(t.lagAvg).toBe(12);
+    expect(t.lagMax).toBe(90);
+    const d = s.data(open + 2000);
+    expect(d.succeeded.filter((v) => v > 0).length).toBeGreaterThan(60);
+  });
 });

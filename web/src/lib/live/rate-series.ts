@@ -1,5 +1,5 @@
 // Rates and latency, per second, over a sliding window, computed from the stream.
-import type { BoardEvent } from '../types';
+import type { BoardEvent, HistoryBucket } from '../types';
 
 export interface SeriesData {
   x: number[]; // epoch seconds
@@ -62,6 +62,34 @@ export class RateSeries {
       default:
         break; // the other types move no rate
     }
+  }
+
+  /**
+   * Fills the seconds before `until` (ms, when the page began to listen) from the server's stored
+   * per-minute history, so a page opened after a busy minute is not flat. Each minute's counts are
+   * spread evenly over its seconds; its wait p50 and p95 stand for the average and the maximum
+   * lag. Called once per queue: the counts add up.
+   */
+  seed(minutes: HistoryBucket[], until: number): void {
+    const end = Math.floor(until / 1000);
+    for (const m of minutes) {
+      const start = Math.floor(Date.parse(m.at) / 1000);
+      const stop = Math.min(start + 60, end);
+      if (!Number.isFinite(start) || stop <= start) continue;
+      const n = stop - start;
+      for (let sec = Math.max(start, end - this.window, this.#latest - this.window + 1); sec < stop; sec++) {
+        const i = this.#slot(sec);
+        this.#enq[i] += m.enqueued / n;
+        this.#succ[i] += m.succeeded / n;
+        this.#fail[i] += m.failed / n;
+        if (m.waitP50Ms !== null) {
+          this.#lagSum[i] += m.waitP50Ms;
+          this.#lagN[i] += 1;
+          this.#lagMax[i] = Math.max(this.#lagMax[i], m.waitP95Ms ?? m.waitP50Ms);
+        }
+      }
+    }
+    if (end - 1 > this.#latest) this.#latest = end - 1;
   }
 
   #slot(sec: number): number {

@@ -1,4 +1,4 @@
--- Hand-written: workflows (0012_flows.sql made the tables and columns). A blocked job waits for
+-- Hand-written: workflows (0015_flows.sql made the tables and columns). A blocked job waits for
 -- its parents (herald.job_edges); the statement that finishes a parent settles its children in
 -- the same transaction: unblocked (queued, event 'unblocked', the usual wake-up NOTIFY) once no
 -- parent is unfinished, or cancelled with the reason dependency_failed, carried down the graph.
@@ -138,11 +138,12 @@ BEGIN
 END $fn$;
 --> statement-breakpoint
 
+-- The function as 0013_enqueued_max_attempts.sql left it, plus the job's flow_id on the event.
 CREATE OR REPLACE FUNCTION herald.jobs_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO herald.job_events (job_id, queue, kind, type, status, attempt, worker, data, flow_id)
   SELECT n.id, n.queue, n.kind, 'enqueued', n.status, n.attempt, NULL,
-         jsonb_build_object('priority', n.priority, 'runAt', herald.iso_utc(n.available_at)), n.flow_id
+         jsonb_build_object('priority', n.priority, 'runAt', herald.iso_utc(n.available_at), 'maxAttempts', n.max_attempts), n.flow_id
   FROM new_jobs n
   ORDER BY n.id;
 
@@ -159,9 +160,10 @@ BEGIN
 END $$;
 --> statement-breakpoint
 
--- The function as 0010_control_triggers.sql left it, plus: the event type 'unblocked'
--- (blocked → queued), the data {reason: 'dependency_failed', parent} of a cancel the flow made,
--- events carry the job's flow_id, and the flow work above for the rows that need it.
+-- The function as 0014_dead_letters.sql left it (dead-letter copies of terminal failures, taken
+-- over verbatim; its columns and queues.dead_letter exist since 0014 runs first), plus: the event
+-- type 'unblocked' (blocked → queued), the data {reason: 'dependency_failed', parent} of a cancel
+-- the flow made, events carry the job's flow_id, and the flow work above for the rows that need it.
 CREATE OR REPLACE FUNCTION herald.jobs_after_update() RETURNS trigger LANGUAGE plpgsql
 SET enable_nestloop = off
 AS $fn$
@@ -177,6 +179,9 @@ BEGIN
            n.locked_by AS new_locked_by, n.cancel_requested_at, n.expire_at, n.flow_id, n.has_children,
            o.status AS old_status, o.cancel_requested_at AS old_cancel_requested_at, o.available_at AS old_available_at,
            o.last_error AS old_last_error,
+           -- The whole row of a job that just failed for good, for its dead-letter copy; null
+           -- on every other row, so the common statements carry nothing more.
+           CASE WHEN n.status = 'failed' AND o.status <> 'failed' THEN n::herald.jobs END AS failed_row,
            CASE WHEN n.status = 'running' THEN n.locked_by ELSE o.locked_by END AS worker,
            CASE
              WHEN n.status = o.status THEN
@@ -200,6 +205,19 @@ BEGIN
            END AS type
     FROM old_jobs o JOIN new_jobs n ON n.id = o.id
   ),
+  -- A job that failed for good in a queue with a dead-letter queue leaves a copy there, in this
+  -- transaction. A copy is never copied again, so queues pointing at each other cannot loop.
+  dead AS (
+    INSERT INTO herald.jobs (queue, kind, payload, priority, max_attempts, requires, "group", tags, timeout_ms,
+                             dead_letter_of, source_queue, trace)
+    SELECT s.dead_letter, (c.failed_row).kind, (c.failed_row).payload, (c.failed_row).priority,
+           (c.failed_row).max_attempts, (c.failed_row).requires, (c.failed_row)."group", (c.failed_row).tags,
+           (c.failed_row).timeout_ms, c.id, c.queue, (c.failed_row).trace
+    FROM c JOIN herald.queues s ON s.queue = c.queue
+    WHERE c.status = 'failed' AND c.old_status <> 'failed' AND s.dead_letter IS NOT NULL AND (c.failed_row).dead_letter_of IS NULL
+    ORDER BY c.id
+    RETURNING id, queue, dead_letter_of
+  ),
   -- One event per row whose status, progress or cancel request changed. The event type is read
   -- off the transition; the reaper marks its work with last_error.reason.
   events AS (
@@ -213,11 +231,14 @@ BEGIN
              WHEN 'succeeded' THEN jsonb_build_object(
                'durationMs', round(extract(epoch FROM (c.finished_at - c.started_at)) * 1000))
              WHEN 'retry_scheduled' THEN jsonb_build_object('error', c.last_error->>'message', 'runAt', herald.iso_utc(c.available_at))
-             WHEN 'failed' THEN jsonb_build_object('error', c.last_error->>'message')
+             WHEN 'failed' THEN jsonb_build_object('error', c.last_error->>'message') || coalesce((SELECT jsonb_build_object('deadLetter', jsonb_build_object('queue', d.queue, 'jobId', d.id::text))
+                                 FROM dead d WHERE d.dead_letter_of = c.id), '{}'::jsonb)
              WHEN 'lease_expired' THEN jsonb_build_object(
                'reason', c.last_error->>'reason',
                'error', c.last_error->>'message',
                'runAt', CASE WHEN c.status = 'queued' THEN herald.iso_utc(c.available_at) END)
+               || CASE WHEN c.status = 'failed' THEN coalesce((SELECT jsonb_build_object('deadLetter', jsonb_build_object('queue', d.queue, 'jobId', d.id::text))
+                                 FROM dead d WHERE d.dead_letter_of = c.id), '{}'::jsonb) ELSE '{}'::jsonb END
              WHEN 'retried' THEN jsonb_build_object('maxAttempts', c.max_attempts)
              WHEN 'expired' THEN jsonb_build_object('expireAt', herald.iso_utc(c.expire_at))
              WHEN 'cancelled' THEN CASE WHEN c.old_status = 'blocked' AND c.last_error->>'reason' = 'dependency_failed'

@@ -1,29 +1,30 @@
 // Workflows, as the core offers them: creating a flow (jobs with refs and dependsOn, in one
 // transaction), jobs that wait for existing jobs (dependsOn: [id]), reading, cancelling and
 // retrying a flow, and the parents a handler sees (ctx.parents). The unblocking happens in the
-// database, in the transaction that finishes the last parent (drizzle/0013_flow_triggers.sql).
-import type pg from 'pg';
-import { inTransaction } from './database.ts';
-import { ConflictError, NotFoundError, ValidationError, fromPgError } from './errors.ts';
-import { dependencyOrder } from './flow-graph.ts';
-import { toJob, type Job, type OnParentFailure } from './job.ts';
-import type { Actor, JobStatus } from './schema.ts';
-import { DEFAULTS } from './defaults.ts';
-import type { EnqueueRecord } from './sql/enqueue.ts';
-import { StatementRunner, type Executor, type Result, type Statement } from './sql/statement.ts';
+// database, in the transaction that finishes the last parent (drizzle/0016_flow_triggers.sql).
+import { ConflictError, NotFoundError, ValidationError, fromPgError } from '../errors.ts';
+import { dependencyOrder } from '../flow-graph.ts';
+import { toJob, type Job, type OnParentFailure } from '../job.ts';
+import type { Actor, JobStatus } from '../schema.ts';
+import { DEFAULTS } from '../defaults.ts';
+import { checkProducerKey } from '../schedule-keys.ts';
+import type { EnqueueRecord } from '../sql/enqueue.ts';
+import type { Executor, Result } from '../sql/statement.ts';
 import {
   cancelFlow, childrenOf, flowEdges, flowJobs, getFlow, insertEdges, insertFlow, jobsById, listFlows, lockParents, parentsOf, retryFlow,
   settleChildren, FLOW_STATUSES, type FlowRow, type FlowStatus, type ParentRow,
-} from './sql/flows.ts';
+} from '../sql/flows.ts';
+import type { Db } from './db.ts';
+import { insertJobs, toRecord, type EnqueueInput, type Enqueued } from './insert.ts';
 
 export { FLOW_STATUSES, type FlowStatus };
 
 /** One job of a flow: an enqueue body with its ref and the refs it waits for. */
-export interface FlowJobInput<E> {
+export interface FlowJobInput {
   ref: string;
   dependsOn?: string[];
   onParentFailure?: OnParentFailure;
-  job: E;
+  job: EnqueueInput;
 }
 
 export interface FlowInfo {
@@ -47,16 +48,6 @@ export interface FlowDetail {
 /** A parent as a handler sees it (ctx.parents), in dependsOn order. */
 export type Parent = ParentRow;
 
-/** What the flows need from the core: turning an enqueue body into a record, and inserting records. */
-export interface FlowHost<E> {
-  pool: pg.Pool;
-  toRecord(input: E): EnqueueRecord;
-  /** Inserts records on `db` (a transaction): each made job, or the one its idempotency key made before. */
-  insert(db: Executor, records: EnqueueRecord[]): Promise<({ job: Job; created: boolean } | Error)[]>;
-  /** Signs the events `db`'s transaction wrote with `actor`. */
-  stamp(actor: Actor | undefined, db: Executor): Promise<void>;
-}
-
 const ZERO_COUNTS = (): Record<JobStatus, number> => ({ queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, blocked: 0 });
 
 function toFlowInfo(r: FlowRow & { status: FlowStatus }): FlowInfo {
@@ -73,13 +64,13 @@ function toFlowInfo(r: FlowRow & { status: FlowStatus }): FlowInfo {
 /** The most jobs one flow (or one batch) may create. */
 export const MAX_FLOW_JOBS = 1000;
 
-export class Flows<E> {
-  private readonly sql = new StatementRunner();
+export class FlowService {
+  constructor(private readonly db: Db) {}
 
-  constructor(private readonly host: FlowHost<E>) {}
-
-  private run<P extends readonly unknown[], R>(st: Statement<P, R>, values: P, db: Executor = this.host.pool): Promise<Result<R>> {
-    return this.sql.run(db, st, values);
+  /** An enqueue body as a row; schedule: keys stay the scheduler's, as for any producer. */
+  private record(input: EnqueueInput): EnqueueRecord {
+    checkProducerKey(input.idempotencyKey);
+    return toRecord(input);
   }
 
   /**
@@ -87,14 +78,14 @@ export class Flows<E> {
    * children, and their edges, in one transaction. Jobs with parents start blocked. Returns the
    * jobs in request order.
    */
-  async create(name: string | null, inputs: FlowJobInput<E>[]): Promise<{ flow: FlowInfo; jobs: Job[] }> {
+  async create(name: string | null, inputs: FlowJobInput[]): Promise<{ flow: FlowInfo; jobs: Job[] }> {
     if (inputs.length === 0 || inputs.length > MAX_FLOW_JOBS) throw new ValidationError(`a flow has 1 to ${MAX_FLOW_JOBS} jobs, got ${inputs.length}`);
     const order = dependencyOrder(inputs);
     const hasChildren = new Set(inputs.flatMap((i) => i.dependsOn ?? []));
-    const records = order.map((i) => this.host.toRecord(inputs[i].job));
+    const records = order.map((i) => this.record(inputs[i].job));
     try {
-      return await inTransaction(this.host.pool, async (c) => {
-        const flow = (await this.run(insertFlow, [name], c)).rows[0];
+      return await this.db.transaction(async (c) => {
+        const flow = (await this.db.run(insertFlow, [name], c)).rows[0];
         order.forEach((i, k) => {
           const input = inputs[i];
           const parents = input.dependsOn?.length ?? 0;
@@ -106,14 +97,14 @@ export class Flows<E> {
             ...(parents ? { on_parent_failure: input.onParentFailure ?? 'cancel' } : {}),
           } satisfies Partial<EnqueueRecord>);
         });
-        const made = await this.host.insert(c, records);
+        const made = await insertJobs(this.db, c, records);
         const ids = new Map<string, string>();
         const jobs: Job[] = new Array<Job>(inputs.length);
         made.forEach((m, k) => {
           const input = inputs[order[k]];
           if (m instanceof Error) throw m;
           if (!m.created) {
-            throw new ConflictError(`ref "${input.ref}": idempotency key "${m.job.idempotencyKey}" already made job ${m.job.id}; a flow makes new jobs only`);
+            throw new ConflictError(`ref "${input.ref}": idempotency key "${m.job.idempotencyKey}" already made job ${m.job.id}; a flow makes new jobs only`, 'HERALD_CONFLICT_IDEMPOTENCY');
           }
           ids.set(input.ref, m.job.id);
           jobs[order[k]] = m.job;
@@ -127,7 +118,7 @@ export class Flows<E> {
           });
           jobs[i].dependsOn = (input.dependsOn ?? []).map((ref) => ids.get(ref)!);
         });
-        if (edges[0].length) await this.run(insertEdges, edges, c);
+        if (edges[0].length) await this.db.run(insertEdges, edges, c);
         const counts = ZERO_COUNTS();
         for (const j of jobs) counts[j.status]++;
         return {
@@ -145,7 +136,7 @@ export class Flows<E> {
    * and marked first; then the new jobs are settled at once, so one whose parents have all ended
    * is queued (or cancelled) before this returns. An unknown parent id is a ValidationError.
    */
-  async enqueueAfter(inputs: (E & { dependsOn?: string[]; onParentFailure?: OnParentFailure })[]): Promise<{ job: Job; created: boolean }[]> {
+  async enqueueAfter(inputs: EnqueueInput[]): Promise<Enqueued[]> {
     if (inputs.length > MAX_FLOW_JOBS) throw new ValidationError(`at most ${MAX_FLOW_JOBS} jobs at once, got ${inputs.length}`);
     inputs.forEach((input, i) => {
       const deps = input.dependsOn ?? [];
@@ -153,16 +144,16 @@ export class Flows<E> {
       if (twice.length) throw new ValidationError(`${inputs.length > 1 ? `jobs[${i}]: ` : ''}dependsOn names job ${twice[0]} twice`);
     });
     const records = inputs.map((input) => {
-      const r = this.host.toRecord(input);
+      const r = this.record(input);
       return input.dependsOn?.length ? { ...r, status: 'blocked' as const, on_parent_failure: input.onParentFailure ?? 'cancel' } : r;
     });
     const wanted = [...new Set(inputs.flatMap((i) => i.dependsOn ?? []))];
     try {
-      return await inTransaction(this.host.pool, async (c) => {
-        const found = new Set((await this.run(lockParents, [wanted], c)).rows.map((r) => r.id));
+      return await this.db.transaction(async (c) => {
+        const found = new Set((await this.db.run(lockParents, [wanted], c)).rows.map((r) => r.id));
         const unknown = wanted.filter((id) => !found.has(id));
         if (unknown.length) throw new ValidationError(`dependsOn names job ${unknown.slice(0, 10).join(', ')} that does not exist`);
-        const made = await this.host.insert(c, records);
+        const made = await insertJobs(this.db, c, records);
         const edges: [string[], string[], number[]] = [[], [], []];
         const fresh: string[] = [];
         made.forEach((m, i) => {
@@ -177,11 +168,11 @@ export class Flows<E> {
             edges[2].push(pos);
           });
         });
-        if (fresh.length === 0) return made as { job: Job; created: boolean }[];
-        await this.run(insertEdges, edges, c);
-        await this.run(settleChildren, [fresh], c);
-        const now = new Map((await this.run(jobsById, [fresh], c)).rows.map((r) => [r.id, toJob(r)]));
-        return (made as { job: Job; created: boolean }[]).map((m) => ({ ...m, job: (m.created && now.get(m.job.id)) || m.job }));
+        if (fresh.length === 0) return made as Enqueued[];
+        await this.db.run(insertEdges, edges, c);
+        await this.db.run(settleChildren, [fresh], c);
+        const now = new Map((await this.db.run(jobsById, [fresh], c)).rows.map((r) => [r.id, toJob(r)]));
+        return (made as Enqueued[]).map((m) => ({ ...m, job: (m.created && now.get(m.job.id)) || m.job }));
       });
     } catch (err) {
       throw fromPgError(err);
@@ -189,9 +180,9 @@ export class Flows<E> {
   }
 
   async get(id: string): Promise<FlowDetail | null> {
-    const row = (await this.run(getFlow, [id])).rows[0];
+    const row = (await this.db.run(getFlow, [id])).rows[0];
     if (!row) return null;
-    const [jobs, edges] = await Promise.all([this.run(flowJobs, [id]), this.run(flowEdges, [id])]);
+    const [jobs, edges] = await Promise.all([this.db.run(flowJobs, [id]), this.db.run(flowEdges, [id])]);
     return {
       flow: toFlowInfo(row),
       jobs: jobs.rows.map(toJob),
@@ -202,43 +193,43 @@ export class Flows<E> {
   /** Flows newest first; pass `next` back as `before`. */
   async list(q: { status?: FlowStatus; before?: string; limit?: number } = {}): Promise<{ flows: FlowInfo[]; next: string | null }> {
     const limit = q.limit ?? DEFAULTS.listLimit;
-    const { rows } = await this.run(listFlows, [q.status ?? null, q.before ?? null, limit + 1]);
+    const { rows } = await this.db.run(listFlows, [q.status ?? null, q.before ?? null, limit + 1]);
     const flows = rows.slice(0, limit).map(toFlowInfo);
     return { flows, next: rows.length > limit ? flows[flows.length - 1].id : null };
   }
 
   private async mustExist(id: string): Promise<void> {
-    if ((await this.run(getFlow, [id])).rows.length === 0) throw new NotFoundError(`flow ${id} does not exist`);
+    if ((await this.db.run(getFlow, [id])).rows.length === 0) throw new NotFoundError(`flow ${id} does not exist`);
   }
 
   /** Cancels every unfinished job of the flow (running ones through their signal). Returns how many it touched. */
   async cancel(id: string, actor?: Actor): Promise<number> {
     await this.mustExist(id);
-    return this.acting(actor, (c) => this.run(cancelFlow, [id], c));
+    return this.acting(actor, (c) => this.db.run(cancelFlow, [id], c));
   }
 
   /** Runs the flow on from where it failed: failed and cancelled jobs run again, those with parents once they end. */
   async retry(id: string, actor?: Actor): Promise<number> {
     await this.mustExist(id);
-    return this.acting(actor, (c) => this.run(retryFlow, [id], c));
+    return this.acting(actor, (c) => this.db.run(retryFlow, [id], c));
   }
 
   private async acting(actor: Actor | undefined, fn: (c: Executor) => Promise<Result<unknown>>): Promise<number> {
-    return inTransaction(this.host.pool, async (c) => {
+    return this.db.transaction(async (c) => {
       const { rowCount } = await fn(c);
-      await this.host.stamp(actor, c);
+      await this.db.stamp(actor, c);
       return rowCount;
     });
   }
 
   /** The parents of a job as its handler sees them (ctx.parents), in dependsOn order. */
   async parents(jobId: string): Promise<Parent[]> {
-    return (await this.run(parentsOf, [jobId])).rows;
+    return (await this.db.run(parentsOf, [jobId])).rows;
   }
 
   /** A job's parents (without results) and children, for its page. */
   async relatives(jobId: string): Promise<{ parents: Omit<Parent, 'result'>[]; children: Omit<Parent, 'result'>[] }> {
-    const [parents, children] = await Promise.all([this.parents(jobId), this.run(childrenOf, [jobId])]);
+    const [parents, children] = await Promise.all([this.parents(jobId), this.db.run(childrenOf, [jobId])]);
     return { parents: parents.map(({ result: _result, ...p }) => p), children: children.rows };
   }
 }

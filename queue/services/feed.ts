@@ -1,0 +1,91 @@
+// The gap-free event feed (see sql/feed.ts and sql/horizon.ts): what a server's tailer, replays
+// and health read. It keeps the horizon's list of other databases' transactions, so only a
+// process that streams events carries it.
+import { START, type Cursor } from '../cursor.ts';
+import { toEvent, type JobEvent } from '../job.ts';
+import { feedHead, readFeed, readFeedThrough } from '../sql/feed.ts';
+import { feedHeldBack, feedHolder } from '../sql/feed-backlog.ts';
+import { otherDatabaseXids } from '../sql/horizon.ts';
+import type { Db } from './db.ts';
+
+/** The open transaction the event feed waits for (see sql/horizon.ts). */
+export interface FeedHolder {
+  /** Its transaction id. */
+  xid: string;
+  /** Its session; null for a prepared transaction, or a session that could not be named. */
+  pid: number | null;
+  applicationName: string | null;
+  /** pg_stat_activity's state ('idle in transaction', 'active', ...), or 'prepared'. */
+  state: string | null;
+  /** A prepared transaction's name. */
+  gid: string | null;
+  transactionStart: string | null;
+  queryStart: string | null;
+  /** How long its transaction has been open (or prepared), in ms. */
+  ageMs: number | null;
+}
+
+export class FeedService {
+  /**
+   * Transactions of other databases that were running when last looked up (full ids). The feed's
+   * horizon skips them; a transaction's database never changes, so the list is safe however old.
+   */
+  private otherXids: string[] = [];
+
+  constructor(private readonly db: Db) {}
+
+  /**
+   * Looks up the running transactions of other databases (see sql/horizon.ts) for the horizon to
+   * skip. Costs a read of pg_locks and pg_stat_activity: for when the feed is held back. True when
+   * it found one the horizon did not skip yet.
+   */
+  async learnOtherDatabases(): Promise<boolean> {
+    const xids = (await this.db.run(otherDatabaseXids, [])).rows.map((r) => r.x);
+    const known = new Set(this.otherXids);
+    this.otherXids = xids;
+    return xids.some((x) => !known.has(x));
+  }
+
+  /** Events after `after` and below the horizon, gap-free (see sql/feed.ts): the tailer's read. */
+  async feed(after: Cursor = START, limit = 1000): Promise<JobEvent[]> {
+    const { rows } = await this.db.run(readFeed, [after.tx, after.id, limit, this.otherXids]);
+    return rows.map(toEvent);
+  }
+
+  /** Events in (after, through], optionally for one job or queue: a replay up to a position the feed reached. */
+  async feedThrough(after: Cursor, through: Cursor, limit = 1000, filter: { jobId?: string; queue?: string; flowId?: string } = {}): Promise<JobEvent[]> {
+    const { rows } = await this.db.run(readFeedThrough, [
+      after.tx, after.id, through.tx, through.id, limit, filter.jobId ?? null, filter.queue ?? null, filter.flowId ?? null,
+    ]);
+    return rows.map(toEvent);
+  }
+
+  /** True when committed events past `after` wait behind an open transaction (see sql/feed-backlog.ts). */
+  async heldBack(after: Cursor): Promise<boolean> {
+    const { rows } = await this.db.run(feedHeldBack, [after.tx, after.id, this.otherXids]);
+    return rows[0].held;
+  }
+
+  /** The transaction that holds the feed back past `after`, and its session, or null when none does. */
+  async feedHolder(after: Cursor): Promise<FeedHolder | null> {
+    const { rows } = await this.db.run(feedHolder, [after.tx, after.id]);
+    const r = rows[0];
+    if (!r) return null;
+    return {
+      xid: r.xid,
+      pid: r.pid ?? null,
+      applicationName: r.application_name ?? null,
+      state: r.state ?? null,
+      gid: r.gid ?? null,
+      transactionStart: r.xact_start?.toISOString() ?? null,
+      queryStart: r.query_start?.toISOString() ?? null,
+      ageMs: r.age_ms === null ? null : Math.max(0, Math.round(r.age_ms)),
+    };
+  }
+
+  /** The newest feed position: where a live-only stream starts. */
+  async head(): Promise<Cursor> {
+    const { rows } = await this.db.run(feedHead, []);
+    return rows[0] ? { tx: rows[0].tx, id: rows[0].id } : START;
+  }
+}

@@ -1,0 +1,165 @@
+// Working: claim, lease renewal, progress, outcomes and release. Every write is fenced on id,
+// attempt, worker and status, so a worker that lost a job writes nothing for it.
+import { ValidationError } from '../errors.ts';
+import { toJob, type Job } from '../job.ts';
+import { claimJobs, nextRunAt } from '../sql/claim.ts';
+import { claimLimited, lockQueueSettings, rateFreeAt } from '../sql/claim-limited.ts';
+import { completeJobs, failJobs, releaseJobs, renewLeases, reportProgress } from '../sql/lease.ts';
+import { heldQueueSettings, startGate } from '../sql/settings.ts';
+import type { Db } from './db.ts';
+import { toSettings, type QueueSettings } from './settings.ts';
+
+/** What a worker holds: a job at one attempt. Every write names both. */
+export interface Lease {
+  id: string;
+  attempt: number;
+}
+
+export interface ClaimRequest {
+  worker: string;
+  /** Queues to take from; undefined or empty = all. */
+  queues?: string[];
+  capabilities?: string[];
+  /** Kinds to take (the worker's tasks); undefined = any. */
+  kinds?: string[];
+  limit: number;
+  leaseMs?: number;
+  /** The liveness lock key the worker holds on its listener session, if any. */
+  ownerLock?: number | null;
+}
+
+export interface ErrorInfo {
+  message: string;
+  name?: string;
+  stack?: string;
+  [k: string]: unknown;
+}
+
+const MAX_MESSAGE = 4_000;
+const MAX_STACK = 16_000;
+
+/** An Error (or anything thrown) as the JSON kept in last_error, truncated. */
+export function toErrorInfo(err: unknown): ErrorInfo {
+  if (err instanceof Error) {
+    return {
+      name: err.name,
+      message: String(err.message).slice(0, MAX_MESSAGE),
+      ...(err.stack ? { stack: err.stack.slice(0, MAX_STACK) } : {}),
+    };
+  }
+  return { message: String(typeof err === 'string' ? err : JSON.stringify(err) ?? err).slice(0, MAX_MESSAGE) };
+}
+
+const byPriority = (a: Job, b: Job) => b.priority - a.priority || Number(BigInt(a.id) - BigInt(b.id));
+
+function lost(sent: Lease[], returned: { id: string }[]): string[] {
+  const kept = new Set(returned.map((r) => r.id));
+  return sent.filter((s) => !kept.has(s.id)).map((s) => s.id);
+}
+
+export class WorkService {
+  constructor(private readonly db: Db) {}
+
+  async claim(req: ClaimRequest): Promise<Job[]> {
+    const queues = req.queues?.length ? req.queues : null;
+    const { rows } = await this.db.run(claimJobs, [
+      queues, req.capabilities ?? [], req.limit, req.worker, req.ownerLock ?? null, req.leaseMs ?? this.db.leaseMs,
+      req.kinds ?? null,
+    ]);
+    return rows.map(toJob).sort(byPriority);
+  }
+
+  /**
+   * The claim of one queue that has settings: in a transaction that first locks the queue's
+   * settings row, so claims of this queue take turns and each sees the slots the last one took
+   * (sql/claim-limited.ts). `retryAt`: when a full rate window next lets a job start.
+   */
+  async claimLimited(queue: string, req: Omit<ClaimRequest, 'queues'>): Promise<{ jobs: Job[]; retryAt: Date | null }> {
+    const { db } = this;
+    return db.transaction(async (c) => {
+      const locked = await db.run(lockQueueSettings, [queue], c);
+      if (locked.rows.length === 0) return { jobs: [], retryAt: null };
+      const { rows } = await db.run(
+        claimLimited,
+        [queue, req.capabilities ?? [], req.limit, req.worker, req.ownerLock ?? null, req.leaseMs ?? db.leaseMs, req.kinds ?? null],
+        c,
+      );
+      let retryAt: Date | null = null;
+      if (rows.length < req.limit) {
+        const free = await db.run(rateFreeAt, [queue], c);
+        if (free.rows[0]?.at_ms != null) retryAt = new Date(free.rows[0].at_ms);
+      }
+      return { jobs: rows.map(toJob).sort(byPriority), retryAt };
+    });
+  }
+
+  /** The settings of every queue that is paused or limited (the plain claim leaves those alone). */
+  async heldQueues(): Promise<(QueueSettings & { queue: string })[]> {
+    return (await this.db.run(heldQueueSettings, [])).rows.map(toSettings);
+  }
+
+  /** The held queues and the database's clock, read now: what a claimed-ahead job must pass to start. */
+  async startGate(): Promise<{ held: string[]; now: Date }> {
+    return (await this.db.run(startGate, [])).rows[0];
+  }
+
+  /** When the next scheduled job for these queues becomes runnable, or null. */
+  async nextRunAt(queues?: string[], capabilities: string[] = [], kinds?: string[]): Promise<Date | null> {
+    const { rows } = await this.db.run(nextRunAt, [queues?.length ? queues : null, capabilities, kinds ?? null]);
+    return rows[0]?.at_ms == null ? null : new Date(rows[0].at_ms);
+  }
+
+  /** Renews leases; returns the ones still held, and which of those were asked to cancel. */
+  async heartbeat(worker: string, leases: Lease[], leaseMs = this.db.leaseMs): Promise<{ held: Set<string>; cancelRequested: Set<string> }> {
+    const held = new Set<string>();
+    const cancelRequested = new Set<string>();
+    if (leases.length === 0) return { held, cancelRequested };
+    const { rows } = await this.db.run(renewLeases, [leases.map((l) => l.id), leases.map((l) => l.attempt), worker, leaseMs]);
+    for (const r of rows) {
+      held.add(r.id);
+      if (r.cancel_requested) cancelRequested.add(r.id);
+    }
+    return { held, cancelRequested };
+  }
+
+  /** Reports progress (0..100). Returns false when the lease was lost. */
+  async progress(worker: string, lease: Lease, percent: number, message: string | null = null): Promise<{ held: boolean; cancelRequested: boolean }> {
+    if (!Number.isFinite(percent) || percent < 0 || percent > 100) throw new ValidationError('progress percent must be a number from 0 to 100');
+    const { rows } = await this.db.run(reportProgress, [lease.id, lease.attempt, worker, percent, message, this.db.leaseMs]);
+    return { held: rows.length === 1, cancelRequested: rows[0]?.cancel_requested ?? false };
+  }
+
+  /** Marks jobs succeeded; returns the ids whose lease was lost (nothing was written for them). */
+  async complete(worker: string, done: (Lease & { result: unknown })[]): Promise<string[]> {
+    if (done.length === 0) return [];
+    const { rows } = await this.db.run(completeJobs, [
+      done.map((d) => d.id), done.map((d) => d.attempt), worker, done.map((d) => JSON.stringify(d.result ?? null)),
+    ]);
+    return lost(done, rows);
+  }
+
+  /**
+   * Records failed attempts: each retries after backoff, or fails when out of attempts (or
+   * at once when `final`), or becomes cancelled if a cancel was requested. Returns lost ids.
+   */
+  async fail(worker: string, failed: (Lease & { error: unknown; final?: boolean })[]): Promise<string[]> {
+    if (failed.length === 0) return [];
+    const { rows } = await this.db.run(failJobs, [
+      failed.map((f) => f.id),
+      failed.map((f) => f.attempt),
+      worker,
+      this.db.backoffBaseMs,
+      this.db.backoffMaxMs,
+      failed.map((f) => JSON.stringify(toErrorInfo(f.error))),
+      failed.map((f) => !!f.final),
+    ]);
+    return lost(failed, rows);
+  }
+
+  /** Hands jobs back to the queue without using up their attempt (graceful shutdown). */
+  async release(worker: string, leases: Lease[]): Promise<string[]> {
+    if (leases.length === 0) return [];
+    const { rows } = await this.db.run(releaseJobs, [leases.map((l) => l.id), leases.map((l) => l.attempt), worker]);
+    return lost(leases, rows);
+  }
+}

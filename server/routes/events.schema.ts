@@ -1,0 +1,20 @@
+// The schemas of GET /api/events (routes/events.ts).
+import { Type } from 'typebox';
+import { JobId, Name } from '../schemas.ts';
+
+const CURSOR_MAX = 64;
+
+export const eventsQuery = Type.Object(
+  {
+    queue: Type.Optional(Name('only events of this queue')),
+    job: Type.Optional(JobId('only events of this job')),
+    flow: Type.Optional(JobId('only events of this flow')),
+    lastEventId: Type.Optional(
+      Type.String({ maxLength: CURSOR_MAX, description: 'resume after this cursor (the Last-Event-ID header wins); 0 = from the beginning' }),
+    ),
+    token: Type.Optional(Type.String({ description: 'the API token, for EventSource (which cannot set headers)' })),
+  },
+  { additionalProperties: false },
+);
+
+export const eventsHeaders = Type.Object({ 'last-event-id': Type.Optional(Type.String({ maxLength: CURSOR_MAX })) });

@@ -1,0 +1,72 @@
+// The schemas of the job routes (routes/jobs.ts): list and search, bulk actions, one job, its
+// events, cancel and retry.
+import { Type } from 'typebox';
+import { JOB_STATUSES } from '../../queue/schema.ts';
+import { BULK_ACTIONS, DEFAULTS } from '../../queue/defaults.ts';
+import { DateTime, Job, JobEvent, JobId, Name, Nullable, OneOf, Ref } from '../schemas.ts';
+
+export const idParams = Type.Object({ id: JobId() });
+
+/** The filters of GET /api/jobs; POST /api/jobs/bulk takes the same ones as its `filter`. */
+const filterFields = {
+  queue: Type.Optional(Name('only this queue')),
+  status: Type.Optional(OneOf([...JOB_STATUSES, 'scheduled'] as const, { description: 'a status, or scheduled: queued with runAt still ahead' })),
+  kind: Type.Optional(Name('only this kind')),
+  payload: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 10_000, description: 'JSON containment: {"user":42} matches every payload holding it' }),
+  ),
+  error: Type.Optional(Type.String({ minLength: 1, maxLength: 1000, description: 'a case-insensitive substring of lastError.message' })),
+  createdAfter: Type.Optional(DateTime('created at or after this ISO time')),
+  createdBefore: Type.Optional(DateTime('created at or before this ISO time')),
+  group: Type.Optional(Name('only jobs of this group')),
+  tag: Type.Optional(Name('only jobs carrying this tag')),
+  flow: Type.Optional(JobId('only jobs of this flow')),
+};
+
+export const listQuery = Type.Object(
+  {
+    ...filterFields,
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: DEFAULTS.listLimit })),
+    before: Type.Optional(JobId('page: jobs with a smaller id (the `next` of the previous page)')),
+  },
+  { additionalProperties: false },
+);
+
+/** A page of jobs; `searched` only when a search window cut it short (see GET /api/jobs). */
+export const jobPage = Type.Object(
+  {
+    jobs: Type.Array(Ref(Job)),
+    next: Nullable(Type.String()),
+    searched: Type.Optional(Type.Integer({ description: 'present when the search window cut this page short: jobs looked at' })),
+  },
+  { description: 'a page of jobs' },
+);
+
+export const bulkBody = Type.Object(
+  {
+    action: OneOf(BULK_ACTIONS, {
+      description: 'retry: failed and cancelled jobs; cancel: queued, blocked and running; delete: succeeded, failed and cancelled (with their events)',
+    }),
+    filter: Type.Object(
+      {
+        ...filterFields,
+        payload: Type.Optional(
+          Type.Unknown({ description: 'JSON containment: the JSON value itself, or the same JSON as a string (as the query takes it)' }),
+        ),
+      },
+      { additionalProperties: false, description: 'the GET /api/jobs filters; it must name a queue, a status or a flow' },
+    ),
+    dryRun: Type.Optional(Type.Boolean({ description: 'only count the matches' })),
+  },
+  { additionalProperties: false },
+);
+
+export const bulkResult = Type.Object(
+  {
+    matched: Type.Integer({ description: 'jobs the filter matched, in any status' }),
+    affected: Type.Optional(Type.Integer({ description: 'jobs the action changed (absent on a dry run)' })),
+  },
+  { description: '{matched} on a dry run, {matched, affected} otherwise' },
+);
+
+export const jobEvents = Type.Object({ events: Type.Array(Ref(JobEvent)) }, { description: "the job's events" });
