@@ -22,9 +22,12 @@ const get = (url: string) => s.app.inject({ method: 'GET', url });
 const counts = async () =>
   (await s.db.pool.query('SELECT (SELECT count(*) FROM herald.jobs)::int AS jobs, (SELECT count(*) FROM herald.flows)::int AS flows')).rows[0];
 
-async function rejected(res: Awaited<ReturnType<typeof get>>, status: number, text: RegExp) {
+async function rejected(res: Awaited<ReturnType<typeof get>>, status: 400 | 404, text: RegExp) {
   expect(res.statusCode, res.body).toBe(status);
-  expect(res.json()).toEqual({ statusCode: status, error: expect.any(String), message: expect.stringMatching(text) });
+  expect(res.json()).toEqual({
+    statusCode: status, error: expect.any(String), message: expect.stringMatching(text),
+    code: status === 400 ? 'HERALD_VALIDATION' : 'HERALD_NOT_FOUND',
+  });
 }
 
 const pipeline = {

@@ -67,7 +67,10 @@ export const flowDetail = Type.Object(
   {
     flow: Ref(Flow),
     jobs: Type.Array(Ref(Job)),
-    edges: Type.Array(Type.Tuple([Type.String(), Type.String()]), { description: '[parentId, childId] pairs' }),
+    // A pair as a plain array schema: OpenAPI 3.0 has no tuples (prefixItems).
+    edges: Type.Array(Type.Unsafe<[string, string]>(Type.Array(Type.String(), { minItems: 2, maxItems: 2 })), {
+      description: '[parentId, childId] pairs',
+    }),
   },
   { description: 'the flow' },
 );
