@@ -15,10 +15,16 @@ import type { ErrorCode } from '../queue/errors.ts';
 import type { Health } from '../server/routes/health.schema.ts';
 import type { Alert } from '../queue/alerts.ts';
 import { tracing } from '../queue/tracing.ts';
+import type { FlowDetail, FlowInfo, FlowStatus, Parent } from '../queue/services/flows.ts';
 
 // The API's shapes are declared once, here and in the core; the board imports them as types.
 export type { Job, JobStatus, EventType, JobPage, JobFilter, HistoryBucket, HistoryRange, BulkAction };
 export type { Actor, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo, Health, ErrorCode, Alert };
+export type { FlowDetail, FlowInfo, FlowStatus };
+/** One job of POST /api/flows: an enqueue body with its ref and the refs it waits for. */
+export type FlowJobInput = Omit<EnqueueInput, 'dependsOn'> & { ref: string; dependsOn?: string[] };
+/** A parent or child on a job's page (GET /api/jobs/:id/dependencies). */
+export type Relative = Omit<Parent, 'result'>;
 /** Job counts and settings of one queue, and who last changed them (GET /api/queues). */
 export type QueueCounts = QueueInfo;
 
@@ -71,6 +77,7 @@ const filterParam = (k: string, v: unknown) =>
 export interface StreamOptions {
   queue?: string;
   job?: string;
+  flow?: string;
   /** Start after this cursor ("0": from the beginning). Unset: live from now. */
   lastEventId?: string;
   signal?: AbortSignal;
@@ -279,6 +286,30 @@ export class HeraldClient {
     return (await this.call<{ alerts: Alert[] }>('GET', '/api/alerts', undefined, opts)).body.alerts;
   }
 
+  /** Creates a flow (up to 1,000 jobs with refs and dependsOn); jobs come back in request order. */
+  async createFlow(jobs: FlowJobInput[], name?: string, opts: CallOptions = {}): Promise<{ flow: FlowInfo; jobs: Job[] }> {
+    return (await this.call<{ flow: FlowInfo; jobs: Job[] }>('POST', '/api/flows', { jobs, ...(name ? { name } : {}) }, opts)).body;
+  }
+
+  async flows(q: { status?: FlowStatus; before?: string; limit?: number } = {}, opts: CallOptions = {}): Promise<{ flows: FlowInfo[]; next: string | null }> {
+    const qs = new URLSearchParams(Object.entries(q).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)])).toString();
+    return (await this.call<{ flows: FlowInfo[]; next: string | null }>('GET', `/api/flows${qs ? `?${qs}` : ''}`, undefined, opts)).body;
+  }
+
+  async flow(id: string, opts: CallOptions = {}): Promise<FlowDetail> {
+    return (await this.call<FlowDetail>('GET', `/api/flows/${encodeURIComponent(id)}`, undefined, opts)).body;
+  }
+
+  /** Cancels (admin) every unfinished job of the flow, or retries its failed and cancelled ones; returns how many changed. */
+  async flowAction(id: string, action: 'cancel' | 'retry', opts: CallOptions = {}): Promise<number> {
+    return (await this.call<{ affected: number }>('POST', `/api/flows/${encodeURIComponent(id)}/${action}`, undefined, opts)).body.affected;
+  }
+
+  /** A job's parents (dependsOn order) and children. */
+  async dependencies(id: string, opts: CallOptions = {}): Promise<{ parents: Relative[]; children: Relative[] }> {
+    return (await this.call<{ parents: Relative[]; children: Relative[] }>('GET', `/api/jobs/${encodeURIComponent(id)}/dependencies`, undefined, opts)).body;
+  }
+
   /** The health report; a 503 (database unreachable) still carries one. */
   async health(opts: CallOptions = {}): Promise<Health> {
     const res = await this.fetch(`${this.baseUrl}/api/health`, { headers: this.headers(), signal: opts.signal });
@@ -332,6 +363,7 @@ export class EventStream implements AsyncIterable<StreamEvent> {
     const q = new URLSearchParams();
     if (this.opts.queue !== undefined) q.set('queue', this.opts.queue);
     if (this.opts.job !== undefined) q.set('job', this.opts.job);
+    if (this.opts.flow !== undefined) q.set('flow', this.opts.flow);
     const qs = q.toString();
     return `${this.baseUrl}/api/events${qs ? `?${qs}` : ''}`;
   }

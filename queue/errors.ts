@@ -12,7 +12,7 @@ export const ERROR_CODES = {
   HERALD_UNAUTHORIZED: { status: 401, meaning: 'no token, or one that is not in HERALD_TOKENS' },
   HERALD_FORBIDDEN: { status: 403, meaning: "the token's role is below the one the route needs" },
   HERALD_CROSS_SITE: { status: 403, meaning: 'with auth off, a page of another site (a non-loopback Origin) may not change anything' },
-  HERALD_NOT_FOUND: { status: 404, meaning: 'the job or schedule does not exist' },
+  HERALD_NOT_FOUND: { status: 404, meaning: 'the job, schedule or flow does not exist' },
   HERALD_ROUTE_NOT_FOUND: { status: 404, meaning: 'no route has this method and path' },
   HERALD_NOT_ACCEPTABLE: { status: 406, meaning: 'the event stream was asked for with an Accept header that refuses text/event-stream' },
   HERALD_CONFLICT_IDEMPOTENCY: { status: 409, meaning: 'the idempotency key was used for a different job (kind, queue or payload)' },
@@ -87,6 +87,9 @@ const CONSTRAINT_MESSAGES: Record<string, string> = {
   queues_rate_both: 'rateLimit needs both count and periodMs',
   jobs_idempotency_key_length: 'idempotencyKey must be 1-255 characters',
   jobs_progress_shape: 'progress percent must be a number from 0 to 100',
+  jobs_ref_name: 'ref must be 1-128 characters of [A-Za-z0-9_.:-]',
+  jobs_on_parent_failure: 'onParentFailure must be "cancel" or "run"',
+  flows_name: 'name must be 1-128 characters of [A-Za-z0-9_.:-]',
 };
 
 /** Turns a PostgreSQL input error into a ValidationError; anything else passes through. */

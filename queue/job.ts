@@ -5,21 +5,23 @@ import type { jobEvents, jobs } from './schema.ts';
 import type { EventRow, JobRow } from './sql/rows.ts';
 import type { WaitingFor } from './sql/waiting.ts';
 
-export type { JobProgress } from './schema.ts';
+export { ON_PARENT_FAILURE, type JobProgress, type OnParentFailure } from './schema.ts';
 export { WAITING_REASONS, type WaitingFor } from './sql/waiting.ts';
 
 /**
  * A job as the API shows it: the columns of herald.jobs in camelCase, except `runAt` (the
- * column available_at), `cancelRequested` (whether cancel_requested_at is set), the lock key and a
- * dead-letter copy's source queue, which stay inside; `trace` is the core's only (the worker's span
- * link), not in HTTP replies; plus `waitingFor`: why a queued job is held back, null when it is not
- * queued or could start now.
+ * column available_at), `cancelRequested` (whether cancel_requested_at is set), the lock key,
+ * has_children and a dead-letter copy's source queue, which stay inside; `trace` is the core's
+ * only (the worker's span link), not in HTTP replies; plus `dependsOn` (its parents) and
+ * `waitingFor`: why a queued job is held back, null when it is not queued or could start now.
  */
-export type Job = Omit<JsonOf<typeof jobs.$inferSelect>, 'availableAt' | 'cancelRequestedAt' | 'ownerLock' | 'sourceQueue' | 'trace'> & {
+export type Job = Omit<JsonOf<typeof jobs.$inferSelect>, 'availableAt' | 'cancelRequestedAt' | 'ownerLock' | 'sourceQueue' | 'trace' | 'hasChildren'> & {
   runAt: string;
   cancelRequested: boolean;
   trace?: string | null;
   waitingFor: WaitingFor | null;
+  /** The job ids it waits for, in the order given (workflows; empty for a job without parents). */
+  dependsOn: string[];
 };
 
 /** An event as the API shows it: a row of herald.job_events, `eventId` its id, `cursor` its feed position (tx, id) as an opaque string (cursor.ts). */
@@ -61,6 +63,10 @@ export function toJob(r: JobRow): Job {
     // Statements that return jobs to the API compute it (sql/waiting.ts); a worker's rows
     // (claimed, so running) have none.
     waitingFor: r.waiting_for ?? null,
+    flowId: r.flow_id ?? null,
+    ref: r.ref ?? null,
+    dependsOn: r.depends_on ?? [],
+    onParentFailure: r.on_parent_failure ?? null,
   };
 }
 
@@ -76,6 +82,7 @@ export function toEvent(r: EventRow): JobEvent {
     worker: r.worker,
     at: r.at.toISOString(),
     data: r.data,
+    flowId: r.flow_id ?? null,
     cursor: `${r.tx}.${r.id}`,
   };
 }

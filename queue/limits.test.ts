@@ -33,7 +33,7 @@ describe('queue settings', () => {
   it('patches a queue with no jobs; absent keys stay, null clears', async () => {
     const a = await q.patchQueue('empty', { concurrency: 3, rateLimit: { count: 5, periodMs: 1000 } });
     expect(a).toEqual({
-      queue: 'empty', queued: 0, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0,
+      queue: 'empty', queued: 0, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, blocked: 0,
       paused: false, concurrency: 3, groupConcurrency: null, rateLimit: { count: 5, periodMs: 1000 }, deadLetter: null,
       // The core API without an actor records the time of the change but not who made it.
       updatedBy: null, updatedAt: expect.any(String),

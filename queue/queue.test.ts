@@ -488,7 +488,7 @@ describe('reads and retention', () => {
     expect(p2.next).toBeNull();
     const ids = [...p1.jobs, ...p2.jobs].map((j) => Number(j.id));
     expect(ids).toEqual([...ids].sort((a, b) => b - a));
-    expect(await q.counts()).toEqual([{ queue: 'l', queued: 7, scheduled: 1, running: 0, succeeded: 0, failed: 0, cancelled: 0, paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, deadLetter: null, updatedBy: null, updatedAt: null }]);
+    expect(await q.counts()).toEqual([{ queue: 'l', queued: 7, scheduled: 1, running: 0, succeeded: 0, failed: 0, cancelled: 0, blocked: 0, paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, deadLetter: null, updatedBy: null, updatedAt: null }]);
   });
 
   it('cleanup deletes old finished jobs and their events in batches, and nothing else', async () => {

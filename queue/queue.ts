@@ -14,6 +14,7 @@ import type { JobFilter } from './search.ts';
 import { AdminService } from './services/admin.ts';
 import { Db, type QueueOptions } from './services/db.ts';
 import { FeedService } from './services/feed.ts';
+import { FlowService, type FlowJobInput, type FlowStatus } from './services/flows.ts';
 import type { EnqueueInput } from './services/insert.ts';
 import { MaintainService } from './services/maintain.ts';
 import { ProduceService } from './services/produce.ts';
@@ -28,6 +29,7 @@ export type { QueueOptions } from './services/db.ts';
 export type { EnqueueInput, Enqueued } from './services/insert.ts';
 export type { BulkResult } from './services/admin.ts';
 export type { FeedHolder } from './services/feed.ts';
+export type { FlowJobInput, FlowStatus } from './services/flows.ts';
 export type { JobPage, ListOptions } from './services/read.ts';
 export type { WorkerInfo, WorkerRegistration } from './services/registry.ts';
 export type { Schedule, ScheduleInput } from './services/schedules.ts';
@@ -45,6 +47,7 @@ export class Queue {
   private registryService?: RegistryService;
   private readService?: ReadService;
   private feedService?: FeedService;
+  private flowService?: FlowService;
 
   constructor(readonly pool: pg.Pool, opts: QueueOptions = {}) {
     this.db = new Db(pool, opts);
@@ -83,6 +86,9 @@ export class Queue {
   }
   private get feeding() {
     return (this.feedService ??= new FeedService(this.db));
+  }
+  private get flowing() {
+    return (this.flowService ??= new FlowService(this.db));
   }
 
   // ---- producing (services/produce.ts) ----
@@ -143,11 +149,20 @@ export class Queue {
   // ---- the event feed (services/feed.ts) ----
   learnOtherDatabases() { return this.feeding.learnOtherDatabases(); }
   feed(after?: Cursor, limit?: number) { return this.feeding.feed(after, limit); }
-  feedThrough(after: Cursor, through: Cursor, limit?: number, filter?: { jobId?: string; queue?: string }) {
+  feedThrough(after: Cursor, through: Cursor, limit?: number, filter?: { jobId?: string; queue?: string; flowId?: string }) {
     return this.feeding.feedThrough(after, through, limit, filter);
   }
   heldBack(after: Cursor) { return this.feeding.heldBack(after); }
   feedHolder(after: Cursor) { return this.feeding.feedHolder(after); }
   head() { return this.feeding.head(); }
   retentionHorizon() { return this.feeding.retentionHorizon(); }
+
+  // ---- workflows (services/flows.ts) ----
+  createFlow(name: string | null, jobs: FlowJobInput[]) { return this.flowing.create(name, jobs); }
+  flow(id: string) { return this.flowing.get(id); }
+  flows(q?: { status?: FlowStatus; before?: string; limit?: number }) { return this.flowing.list(q); }
+  cancelFlow(id: string, actor?: Actor) { return this.flowing.cancel(id, actor); }
+  retryFlow(id: string, actor?: Actor) { return this.flowing.retry(id, actor); }
+  parents(jobId: string) { return this.flowing.parents(jobId); }
+  relatives(jobId: string) { return this.flowing.relatives(jobId); }
 }

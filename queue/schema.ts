@@ -20,7 +20,8 @@ import {
 
 export const herald = pgSchema('herald');
 
-export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'] as const;
+// 'blocked': waiting for its parents (workflows); added last, as PostgreSQL appends enum values.
+export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'blocked'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 export const jobStatus = herald.enum('job_status', JOB_STATUSES);
 
@@ -37,6 +38,7 @@ export const EVENT_TYPES = [
   'released',
   'retried',
   'expired',
+  'unblocked',
   // A bulk delete removed the job (its row is gone; this event stays, so live views drop it).
   'deleted',
 ] as const;
@@ -64,6 +66,10 @@ export interface JobError {
   message: string;
   [k: string]: unknown;
 }
+
+/** What a parent's failure does to a waiting child: cancel it (down the graph) or run it anyway. */
+export const ON_PARENT_FAILURE = ['cancel', 'run'] as const;
+export type OnParentFailure = (typeof ON_PARENT_FAILURE)[number];
 
 // The one declaration of a job's shape: the row types (queue/sql/rows.ts) and the Job JSON
 // (queue/job.ts) are derived from it.
@@ -107,6 +113,15 @@ export const jobs = herald.table(
     sourceQueue: text('source_queue'),
     // The W3C traceparent of the span that enqueued the job; null when no span was recording.
     trace: text('trace'),
+    // Workflows. flow_id/ref: the flow that made the job and its name there. on_parent_failure is
+    // set exactly when the job has parents ('cancel' | 'run'), so jobs without any skip every
+    // dependency read. has_children: some job waits on this one; the triggers do flow work only
+    // for finished rows that have it, so a job outside any workflow costs nothing more.
+    flowId: bigint('flow_id', { mode: 'bigint' }),
+    ref: text('ref'),
+    onParentFailure: text('on_parent_failure').$type<OnParentFailure>(),
+    // Null, not false, on plain jobs: nothing stored for them.
+    hasChildren: boolean('has_children'),
   },
   (t) => [
     // Row shape of each status: the database refuses a malformed row (a running job without an
@@ -123,6 +138,14 @@ export const jobs = herald.table(
       'jobs_terminal_shape',
       sql`${t.status} NOT IN ('succeeded', 'failed', 'cancelled') OR (${t.finishedAt} IS NOT NULL AND ${t.lockedBy} IS NULL AND ${t.leaseExpiresAt} IS NULL AND ${t.ownerLock} IS NULL)`,
     ),
+    // A blocked row is shaped like a queued one. Compared as text: the migration that adds the
+    // enum value cannot use it as an enum in the same transaction.
+    check(
+      'jobs_blocked_shape',
+      sql`${t.status}::text <> 'blocked' OR (${t.lockedBy} IS NULL AND ${t.leaseExpiresAt} IS NULL AND ${t.ownerLock} IS NULL AND ${t.finishedAt} IS NULL)`,
+    ),
+    check('jobs_ref_name', sql`${t.ref} ~ ${sql.raw(NAME_PATTERN)}`),
+    check('jobs_on_parent_failure', sql`${t.onParentFailure} IN ('cancel', 'run')`),
     check('jobs_queue_name', sql`${t.queue} ~ ${sql.raw(NAME_PATTERN)}`),
     check('jobs_kind_name', sql`${t.kind} ~ ${sql.raw(NAME_PATTERN)}`),
     check('jobs_max_attempts_range', sql`${t.maxAttempts} BETWEEN 1 AND ${sql.raw(String(MAX_ATTEMPTS_LIMIT))}`),
@@ -157,6 +180,8 @@ export const jobs = herald.table(
     index('jobs_expiry').on(t.expireAt).where(sql`${t.status} = 'queued' AND ${t.expireAt} IS NOT NULL`),
     // The oldest queued job of each queue (the stalled-queue metric walks it queue by queue).
     index('jobs_queued_queue').on(t.queue, t.availableAt).where(sql`${t.status} = 'queued'`),
+    // A flow's jobs and their statuses (flow pages, counts, the flow filter); only rows of flows.
+    index('jobs_flow').on(t.flowId, t.status).where(sql`${t.flowId} IS NOT NULL`),
     uniqueIndex('jobs_idempotency_key').on(t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),
   ],
 );
@@ -177,6 +202,8 @@ export const jobEvents = herald.table(
     attempt: integer('attempt').notNull(),
     worker: text('worker'),
     data: jsonb('data'),
+    // The job's flow (null outside workflows): the stream's ?flow= filter reads it.
+    flowId: bigint('flow_id', { mode: 'bigint' }),
   },
   (t) => [
     // Two indexes, each written for every event: the key is the gap-free feed's order, (tx, id),
@@ -184,6 +211,38 @@ export const jobEvents = herald.table(
     // by id after). A separate key on id alone would be a third index that nothing reads.
     primaryKey({ name: 'job_events_pkey', columns: [t.tx, t.id] }),
     index('job_events_job').on(t.jobId),
+  ],
+);
+
+// ---- workflows -------------------------------------------------------------------------------
+
+// A flow: jobs created together with dependencies between them. Its status is derived from its
+// jobs (jobs_flow), never stored, so no completion has to lock a shared row to keep it.
+export const flows = herald.table(
+  'flows',
+  {
+    id: bigint('id', { mode: 'bigint' }).primaryKey().generatedAlwaysAsIdentity(),
+    name: text('name'),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+  },
+  (t) => [check('flows_name', sql`${t.name} ~ ${sql.raw(NAME_PATTERN)}`)],
+);
+
+// One row per dependency: `child` waits for `parent`; `pos` is the parent's place in the child's
+// dependsOn. A parent is always created before its child (a flow inserts its jobs in dependency
+// order), so parent < child: the graph cannot hold a cycle, and locking by id follows the edges.
+// No foreign keys, as for events (row-level RI triggers); the delete trigger drops a child's edges.
+export const jobEdges = herald.table(
+  'job_edges',
+  {
+    child: bigint('child', { mode: 'bigint' }).notNull(),
+    parent: bigint('parent', { mode: 'bigint' }).notNull(),
+    pos: integer('pos').notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'job_edges_pkey', columns: [t.child, t.parent] }),
+    index('job_edges_parent').on(t.parent),
+    check('job_edges_order', sql`${t.parent} < ${t.child}`),
   ],
 );
 

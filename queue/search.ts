@@ -18,6 +18,8 @@ export interface JobFilter {
   group?: string;
   /** Jobs carrying this tag (among others). */
   tag?: string;
+  /** Jobs of this flow (its jobs_flow index serves it: no search window). */
+  flow?: string;
 }
 
 /** Filters that need the bounded window (no index serves them); queue, status and kind alone list as they always did. */
@@ -66,5 +68,6 @@ export function filterValues(f: JobFilter): FilterParams {
     time('createdBefore', f.createdBefore),
     f.group ?? null,
     f.tag ?? null,
+    f.flow ?? null,
   ];
 }

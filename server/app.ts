@@ -19,6 +19,7 @@ import { healthRoutes } from './routes/health.ts';
 import { alertRoutes } from './routes/alerts.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { eventRoutes } from './routes/events.ts';
+import { flowRoutes } from './routes/flows.ts';
 
 const BODY_LIMIT = 1024 * 1024;
 const HEARTBEAT_MS = 15_000;
@@ -94,6 +95,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   jobRoutes(app, ctx);
   queueRoutes(app, ctx);
   scheduleRoutes(app, ctx);
+  flowRoutes(app, ctx);
   eventRoutes(app, ctx);
   healthRoutes(app, ctx);
   alertRoutes(app, ctx);

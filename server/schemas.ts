@@ -6,7 +6,7 @@
 // request the schema accepts is one the table stores.
 import { Type, type Static, type TObject, type TSchema } from 'typebox';
 import { EVENT_TYPES, JOB_STATUSES } from '../queue/schema.ts';
-import { WAITING_REASONS } from '../queue/job.ts';
+import { ON_PARENT_FAILURE, WAITING_REASONS } from '../queue/job.ts';
 import { ERROR_CODES } from '../queue/errors.ts';
 import { MAX_NAME_LENGTH } from '../queue/defaults.ts';
 
@@ -63,7 +63,15 @@ export const Job = Type.Object(
     waitingFor: Type.Unsafe<(typeof WAITING_REASONS)[number] | null>({
       type: ['string', 'null'],
       enum: [...WAITING_REASONS, null],
-      description: 'why a queued job is held back: runAt ahead, queue paused, a limit reached, or no live worker takes it',
+      description: 'why a queued or blocked job is held back: its parents (dependencies), runAt ahead, queue paused, a limit reached, or no live worker takes it',
+    }),
+    flowId: Nullable(Type.String(), { description: 'the flow that made the job' }),
+    ref: Nullable(Type.String(), { description: 'its ref in that flow' }),
+    dependsOn: Type.Array(Type.String(), { description: 'the job ids it waits for, in order' }),
+    onParentFailure: Type.Unsafe<(typeof ON_PARENT_FAILURE)[number] | null>({
+      type: ['string', 'null'],
+      enum: [...ON_PARENT_FAILURE, null],
+      description: 'null for a job without parents',
     }),
   },
   { $id: 'Job', title: 'Job' },
@@ -82,6 +90,7 @@ export const JobEvent = Type.Object(
     worker: Nullable(Type.String()),
     at: DateTime(),
     data: Type.Unknown(),
+    flowId: Nullable(Type.String()),
   },
   { $id: 'JobEvent', title: 'JobEvent' },
 );

@@ -162,7 +162,7 @@ describe('HeraldClient', () => {
     expect(await admin.bulk({ action: 'cancel', filter: { queue: 'client-bulk', payload: '{"customer":42}' } })).toEqual({ matched: 2, affected: 2 });
     expect((await admin.get(made[1].id)).status).toBe('queued');
     const refused = await apiError(admin.bulk({ action: 'delete', filter: { kind: 'bill' } }));
-    expect(refused).toMatchObject({ statusCode: 400, message: expect.stringMatching(/must name a queue or a status/) });
+    expect(refused).toMatchObject({ statusCode: 400, message: expect.stringMatching(/must name a queue, a status or a flow/) });
     await rollupAll(s.queue, s.db.pool);
     const history = await admin.queueStats('client-bulk', '24h');
     expect(history).toHaveLength(96);

@@ -76,7 +76,7 @@ const cases: { code: ErrorCode; what: string; request: () => Promise<InjectOptio
       await s.queue.cancel(job.id);
       return { method: 'POST', url: `/api/jobs/${job.id}/cancel`, headers: admin };
     },
-    text: /only queued or running jobs can be cancelled/,
+    text: /only queued, blocked or running jobs can be cancelled/,
   },
   {
     code: 'HERALD_JOB_NOT_RETRYABLE',

@@ -25,7 +25,7 @@ it('passes Redocly lint with the recommended rules, without a warning', async ()
 
 it('names its schemas and says which fields every reply has', async () => {
   const doc = (await s.app.inject({ method: 'GET', url: '/api/openapi.json' })).json();
-  expect(Object.keys(doc.components.schemas).sort()).toEqual(['Error', 'Job', 'JobEvent', 'QueueInfo', 'Schedule']);
+  expect(Object.keys(doc.components.schemas).sort()).toEqual(['Error', 'Flow', 'Job', 'JobEvent', 'QueueInfo', 'Schedule']);
   for (const schema of Object.values<{ required?: string[]; properties: object }>(doc.components.schemas)) {
     expect(schema.required?.sort()).toEqual(Object.keys(schema.properties).sort());
   }

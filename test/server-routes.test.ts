@@ -36,7 +36,7 @@ describe('POST /api/jobs', () => {
       id: '1', queue: 'default', kind: 'echo', payload: { a: [1, 'x'] }, priority: 3, status: 'queued', attempt: 0,
       maxAttempts: 2, requires: ['gpu'], idempotencyKey: null, runAt: expect.any(String), createdAt: expect.any(String),
       startedAt: null, finishedAt: null, lockedBy: null, leaseExpiresAt: null, cancelRequested: false, progress: null,
-      result: null, lastError: null, group: null, tags: [], timeoutMs: null, expireAt: null, deadLetterOf: null, waitingFor: 'no_worker',
+      result: null, lastError: null, group: null, tags: [], timeoutMs: null, expireAt: null, deadLetterOf: null, flowId: null, ref: null, dependsOn: [], onParentFailure: null, waitingFor: 'no_worker',
     });
     expect(new Date(job.runAt).toISOString()).toBe(job.runAt);
   });
@@ -59,7 +59,7 @@ describe('POST /api/jobs', () => {
     const job = (await post('/api/jobs', { kind: 'k', queue: 'mail.out:1', runAt: '2031-05-06T09:08:09+02:00' })).json();
     expect(job).toMatchObject({ queue: 'mail.out:1', runAt });
     const queues = (await get('/api/queues')).json();
-    expect(queues.queues).toEqual([{ queue: 'mail.out:1', queued: 0, scheduled: 1, running: 0, succeeded: 0, failed: 0, cancelled: 0, paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, deadLetter: null, updatedBy: null, updatedAt: null }]);
+    expect(queues.queues).toEqual([{ queue: 'mail.out:1', queued: 0, scheduled: 1, running: 0, succeeded: 0, failed: 0, cancelled: 0, blocked: 0, paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, deadLetter: null, updatedBy: null, updatedAt: null }]);
   });
 
   const invalid: [string, unknown, RegExp][] = [
@@ -217,7 +217,7 @@ describe('reading jobs', () => {
     expect((await get(`/api/jobs/${id}`)).json().id).toBe(id);
     const events = (await get(`/api/jobs/${id}/events`)).json().events;
     expect(events).toEqual([
-      { eventId: expect.any(String), jobId: id, queue: 'default', kind: 'k', type: 'enqueued', status: 'queued', attempt: 0, worker: null, at: expect.any(String), data: expect.any(Object) },
+      { eventId: expect.any(String), jobId: id, queue: 'default', kind: 'k', type: 'enqueued', status: 'queued', attempt: 0, worker: null, at: expect.any(String), data: expect.any(Object), flowId: null },
     ]);
     await rejected(await get('/api/jobs/424242'), 'HERALD_NOT_FOUND', /^job 424242 does not exist/);
     await rejected(await get('/api/jobs/424242/events'), 'HERALD_NOT_FOUND', /^job 424242 does not exist/);
@@ -300,7 +300,7 @@ describe('PATCH /api/queues/:queue', () => {
     const res = await patch('mail', { paused: true, concurrency: 5, groupConcurrency: 2, rateLimit: { count: 10, periodMs: 1000 } });
     expect(res.statusCode, res.body).toBe(200);
     const entry = {
-      queue: 'mail', queued: 0, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0,
+      queue: 'mail', queued: 0, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, blocked: 0,
       paused: true, concurrency: 5, groupConcurrency: 2, rateLimit: { count: 10, periodMs: 1000 }, deadLetter: null,
       // Auth is off here: the change is recorded with no role.
       updatedBy: { role: null }, updatedAt: expect.any(String),
@@ -341,8 +341,8 @@ describe('operations', () => {
     await post('/api/jobs/batch', { jobs: [{ kind: 'a' }, { kind: 'b' }, { kind: 'c', queue: 'q2' }] });
     await s.queue.claim({ worker: 'host:1:abc', limit: 2, queues: ['default'] });
     expect((await get('/api/queues')).json().queues).toEqual([
-      { queue: 'default', queued: 0, scheduled: 0, running: 2, succeeded: 0, failed: 0, cancelled: 0, paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, deadLetter: null, updatedBy: null, updatedAt: null },
-      { queue: 'q2', queued: 1, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, deadLetter: null, updatedBy: null, updatedAt: null },
+      { queue: 'default', queued: 0, scheduled: 0, running: 2, succeeded: 0, failed: 0, cancelled: 0, blocked: 0, paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, deadLetter: null, updatedBy: null, updatedAt: null },
+      { queue: 'q2', queued: 1, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, blocked: 0, paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, deadLetter: null, updatedBy: null, updatedAt: null },
     ]);
     // A holder of jobs that never registered (the core API used directly) is still listed.
     expect((await get('/api/workers')).json().workers).toEqual([{

@@ -236,8 +236,8 @@ describe('POST /api/jobs/bulk', () => {
   it('refuses a filter without queue or status, and bad bodies, writing nothing', async () => {
     await jobsIn('billing', ['failed']);
     const cases: [unknown, RegExp][] = [
-      [{ action: 'delete', filter: {} }, /^filter must name a queue or a status/],
-      [{ action: 'retry', filter: { kind: 'k', payload: { a: 1 } } }, /^filter must name a queue or a status/],
+      [{ action: 'delete', filter: {} }, /^filter must name a queue, a status or a flow/],
+      [{ action: 'retry', filter: { kind: 'k', payload: { a: 1 } } }, /^filter must name a queue, a status or a flow/],
       [{ action: 'explode', filter: { queue: 'billing' } }, /^action must be one of retry, cancel, delete/],
       [{ action: 'retry' }, /^filter is required/],
       [{ action: 'retry', filter: { queue: 'billing', payload: '{bad' } }, /^payload must be JSON/],

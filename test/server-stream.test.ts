@@ -128,7 +128,7 @@ describe('live stream', () => {
     expect(m.id).toMatch(/^\d+\.\d+$/);
     expect(m.json).toEqual({
       eventId: expect.any(String), jobId: job.id, queue: 'q1', kind: 'after', type: 'enqueued', status: 'queued',
-      attempt: 0, worker: null, at: expect.any(String), data: { priority: 0, runAt: expect.any(String), maxAttempts: 5 },
+      attempt: 0, worker: null, at: expect.any(String), data: { priority: 0, runAt: expect.any(String), maxAttempts: 5 }, flowId: null,
     });
     await stream.close();
   });

@@ -41,4 +41,7 @@ const progress: Task = async (payload: Payload, ctx) => {
   return { steps };
 };
 
-export const builtinTasks: Readonly<Record<string, Task>> = { sleep, echo, fail, flaky, progress };
+// Fan-in: the parents' results, in dependsOn order.
+const gather: Task = async (_payload, { parents }) => ({ parents: parents.map((p) => ({ ref: p.ref, result: p.result })) });
+
+export const builtinTasks: Readonly<Record<string, Task>> = { sleep, echo, fail, flaky, progress, gather };

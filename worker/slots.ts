@@ -39,6 +39,7 @@ import { endProcess, inSpan, startProcess } from './tracing.ts';
 import { ProgressCoalescer } from './progress.ts';
 import { Pace } from './pace.ts';
 import type { Task, TaskContext } from './tasks.ts';
+import type { Parent } from '../queue/services/flows.ts';
 
 /**
  * Orders leases by numeric id. Every batched write (renewal, complete, fail) locks its rows in
@@ -76,6 +77,8 @@ export interface SlotsOptions {
   failed(a: ActiveJob, error: unknown, final: boolean): void;
   /** A handler returned or an outcome was written: there may be room to claim. */
   freed(): void;
+  /** The parents of a job that has some (ctx.parents); read before its handler starts. */
+  parents?(jobId: string): Promise<Parent[]>;
   /**
    * Which of these buffered jobs may start now (same order), checked against the database's
    * current settings and clock; null when that could not be read (they stay buffered).
@@ -167,7 +170,10 @@ export class Slots {
         final = true;
         throw new UnknownKindError(a.job.kind, this.opts.worker);
       }
-      value = await (span ? inSpan(span, () => task(a.job.payload, this.context(a))) : task(a.job.payload, this.context(a)));
+      // Only jobs with parents pay the read; a failed read fails the attempt like a throw would.
+      const parents = a.job.onParentFailure !== null && this.opts.parents ? await this.opts.parents(a.job.id) : [];
+      const run = () => task(a.job.payload, this.context(a, parents));
+      value = await (span ? inSpan(span, run) : run());
       ok = true;
     } catch (err) {
       value = err;
@@ -275,7 +281,7 @@ export class Slots {
     record();
   }
 
-  private context(a: ActiveJob): TaskContext {
+  private context(a: ActiveJob, parents: Parent[]): TaskContext {
     const parent = this.opts.logger;
     let log: Logger | undefined;
     const progress = (a.progress = new ProgressCoalescer(
@@ -284,6 +290,7 @@ export class Slots {
     ));
     return {
       job: a.job,
+      parents,
       signal: a.controller.signal,
       progress: (percent, message) => progress.report(percent, message),
       // A pino child costs a few microseconds: made only for handlers that log.

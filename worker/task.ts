@@ -2,9 +2,12 @@
 // the built-in tasks can name the type without importing the loader that imports them.
 import type { Job } from '../queue/job.ts';
 import type { Logger } from '../queue/log.ts';
+import type { Parent } from '../queue/services/flows.ts';
 
 export interface TaskContext {
   job: Job;
+  /** The job's parents ({id, ref, kind, status, result}) in dependsOn order; [] for a job without any. */
+  parents: Parent[];
   /** Fires on cancel, lost lease or shutdown; `signal.reason` says which. */
   signal: AbortSignal;
   /** Reports progress (0..100); also renews the lease. */

@@ -8,10 +8,11 @@ import { loadTaskDir, loadTasks, type TaskContext } from './tasks.ts';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'test', 'fixtures');
 
-function ctx(attempt = 1, signal = new AbortController().signal): TaskContext & { reports: [number, string?][] } {
+function ctx(attempt = 1, signal = new AbortController().signal, parents: TaskContext['parents'] = []): TaskContext & { reports: [number, string?][] } {
   const reports: [number, string?][] = [];
   return {
     job: { id: '1', attempt } as Job,
+    parents,
     signal,
     progress: async (p, m) => void reports.push([p, m]),
     log: pino({ level: 'silent' }),
@@ -37,7 +38,7 @@ describe('task files', () => {
   it('layers built-ins, in-process tasks and the directory', async () => {
     const mine = async () => 'mine';
     const tasks = await loadTasks({ dir: path.join(FIXTURES, 'tasks'), tasks: { echo: mine, extra: mine } });
-    expect([...tasks.keys()].sort()).toEqual(['echo', 'extra', 'fail', 'flaky', 'progress', 'shout', 'sleep', 'upper']);
+    expect([...tasks.keys()].sort()).toEqual(['echo', 'extra', 'fail', 'flaky', 'gather', 'progress', 'shout', 'sleep', 'upper']);
     expect(tasks.get('echo')).toBe(mine);
   });
 });
@@ -56,6 +57,11 @@ describe('built-in tasks', () => {
     expect(await builtinTasks.echo({ a: [1] }, ctx())).toEqual({ a: [1] });
     await expect(builtinTasks.fail({ message: 'boom' }, ctx())).rejects.toThrow('boom');
     await expect(builtinTasks.fail({}, ctx())).rejects.toThrow(/always fails/);
+    const parents = [
+      { id: '1', ref: 'a', kind: 'k', status: 'succeeded' as const, result: { n: 1 } },
+      { id: '2', ref: null, kind: 'k', status: 'failed' as const, result: null },
+    ];
+    expect(await builtinTasks.gather({}, ctx(1, undefined, parents))).toEqual({ parents: [{ ref: 'a', result: { n: 1 } }, { ref: null, result: null }] });
     await expect(builtinTasks.flaky({ failTimes: 2 }, ctx(2))).rejects.toThrow(/attempt 2 of 2/);
     expect(await builtinTasks.flaky({ failTimes: 2 }, ctx(3))).toEqual({ attempt: 3 });
   });

@@ -19,6 +19,7 @@ import { MaintainService } from '../queue/services/maintain.ts';
 import { RegistryService } from '../queue/services/registry.ts';
 import { ScheduleService } from '../queue/services/schedules.ts';
 import { WorkService } from '../queue/services/work.ts';
+import { FlowService } from '../queue/services/flows.ts';
 import { DEFAULTS } from '../queue/defaults.ts';
 import { ValidationError } from '../queue/errors.ts';
 import type { Logger } from '../queue/log.ts';
@@ -91,6 +92,8 @@ export class Worker {
   /** The core services a worker uses, on one handle: no enqueue coalescer, no feed horizon. */
   private readonly db: Db;
   private readonly work: WorkService;
+  /** ctx.parents of jobs that have some. */
+  private readonly flows: FlowService;
   private readonly listener: Listener;
   private readonly queues?: Set<string>;
   private readonly leaseMs: number;
@@ -124,6 +127,7 @@ export class Worker {
     });
     this.db = new Db(this.pool, { leaseMs: this.leaseMs, backoffBaseMs: opts.backoffBaseMs, backoffMaxMs: opts.backoffMaxMs });
     this.work = new WorkService(this.db);
+    this.flows = new FlowService(this.db);
     this.listener = new Listener({
       url: opts.listenUrl ?? opts.databaseUrl,
       channels: [JOBS_CHANNEL, CONTROL_CHANNEL],
@@ -173,6 +177,7 @@ export class Worker {
       succeeded: (a, result) => this.completions.succeed(outcome(a), result),
       failed: (a, error, final) => this.completions.fail(outcome(a), error, final),
       freed: () => this.claimer.slotFreed(),
+      parents: (jobId) => this.flows.parents(jobId),
       admit: (jobs) => mayStart(this.work, jobs),
       refused: (leases) => void this.handBack(leases, 'queue paused or limited, or expireAt passed, while buffered'),
     });

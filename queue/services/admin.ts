@@ -41,7 +41,7 @@ export class AdminService {
     const { rows } = await this.db.as(actor, (ex) => this.db.run(cancelJob, [id], ex));
     if (rows[0]) return toJob(rows[0]);
     const job = await this.read.mustGet(id);
-    throw new ConflictError(`job ${id} is already ${job.status}; only queued or running jobs can be cancelled`, 'HERALD_JOB_NOT_CANCELLABLE');
+    throw new ConflictError(`job ${id} is already ${job.status}; only queued, blocked or running jobs can be cancelled`, 'HERALD_JOB_NOT_CANCELLABLE');
   }
 
   async retry(id: string, actor?: Actor): Promise<Job> {

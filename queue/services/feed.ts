@@ -54,8 +54,10 @@ export class FeedService {
   }
 
   /** Events in (after, through], optionally for one job or queue: a replay up to a position the feed reached. */
-  async feedThrough(after: Cursor, through: Cursor, limit = 1000, filter: { jobId?: string; queue?: string } = {}): Promise<JobEvent[]> {
-    const { rows } = await this.db.run(readFeedThrough, [after.tx, after.id, through.tx, through.id, limit, filter.jobId ?? null, filter.queue ?? null]);
+  async feedThrough(after: Cursor, through: Cursor, limit = 1000, filter: { jobId?: string; queue?: string; flowId?: string } = {}): Promise<JobEvent[]> {
+    const { rows } = await this.db.run(readFeedThrough, [
+      after.tx, after.id, through.tx, through.id, limit, filter.jobId ?? null, filter.queue ?? null, filter.flowId ?? null,
+    ]);
     return rows.map(toEvent);
   }
 

@@ -2,7 +2,7 @@
 // returns each input's job, with the idempotency-key look-ups, in input order.
 import { ConflictError, ValidationError } from '../errors.ts';
 import { DEFAULTS } from '../defaults.ts';
-import { toJob, type Job } from '../job.ts';
+import { toJob, type Job, type OnParentFailure } from '../job.ts';
 import { enqueueJobs, jobsByIdempotencyKey, type EnqueueRecord } from '../sql/enqueue.ts';
 import type { Executor } from '../sql/statement.ts';
 import type { Db } from './db.ts';
@@ -24,6 +24,10 @@ export interface EnqueueInput {
   timeoutMs?: number | null;
   /** A job still queued at this time never starts: it becomes cancelled (event 'expired'). */
   expireAt?: string | Date | null;
+  /** Existing job ids it waits for (it is blocked until they end; see services/flows.ts). */
+  dependsOn?: string[];
+  /** What a parent's failure does: 'cancel' (default) or 'run'. */
+  onParentFailure?: OnParentFailure;
 }
 
 export interface Enqueued {

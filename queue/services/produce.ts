@@ -6,6 +6,7 @@ import type { Db } from './db.ts';
 import { insertJobs, toRecord, type EnqueueInput, type Enqueued } from './insert.ts';
 import { checkProducerKey } from '../schedule-keys.ts';
 import { traceSends } from '../tracing.ts';
+import { FlowService } from './flows.ts';
 
 /** Coalesced enqueue statements in flight at once (see ProduceService.enqueue). */
 const ENQUEUE_FLUSHES = 4;
@@ -22,7 +23,14 @@ export class ProduceService {
   private pending: PendingEnqueue[] = [];
   private flushes = 0;
 
+  /** Jobs with dependsOn go through the flows (parents locked, edges, settled at once). */
+  private flowService?: FlowService;
+
   constructor(private readonly db: Db) {}
+
+  private get flows() {
+    return (this.flowService ??= new FlowService(this.db));
+  }
 
   /**
    * One job. Concurrent calls are coalesced: while INSERTs are in flight, new calls queue up and
@@ -32,6 +40,7 @@ export class ProduceService {
    * slowest step) overlaps the next batch's insert instead of holding every caller behind it.
    */
   enqueue(input: EnqueueInput): Promise<Enqueued> {
+    if (input.dependsOn?.length) return this.flows.enqueueAfter([input]).then(([made]) => made);
     return new Promise((resolve, reject) => {
       let record: EnqueueRecord;
       try {
@@ -75,6 +84,7 @@ export class ProduceService {
   /** All or nothing: one transaction. Results come back in input order. */
   async enqueueMany(inputs: EnqueueInput[]): Promise<Enqueued[]> {
     if (inputs.length === 0) return [];
+    if (inputs.some((i) => i.dependsOn?.length)) return this.flows.enqueueAfter(inputs);
     for (const input of inputs) checkProducerKey(input.idempotencyKey);
     const records = inputs.map(toRecord);
     const sent = traceSends(records);

@@ -83,7 +83,7 @@ export class ReadService {
     const { rows } = await this.db.run(queueCounts, [queue ?? null]);
     return rows.map((r) => ({
       queued: r.queued, scheduled: r.scheduled, running: r.running,
-      succeeded: r.succeeded, failed: r.failed, cancelled: r.cancelled,
+      succeeded: r.succeeded, failed: r.failed, cancelled: r.cancelled, blocked: r.blocked,
       ...toSettings(r),
       updatedBy: r.updated_by,
       updatedAt: r.updated_at?.toISOString() ?? null,

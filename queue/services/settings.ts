@@ -11,6 +11,8 @@ export interface QueueCount {
   succeeded: number;
   failed: number;
   cancelled: number;
+  /** Waiting for their parents (workflows): neither queued nor running for the queue's limits. */
+  blocked: number;
 }
 
 interface RateLimit {

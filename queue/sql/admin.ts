@@ -8,18 +8,20 @@ import { withWaitingFor } from './waiting.ts';
 
 // A queued job is cancelled at once; a running one is asked to stop (its worker hears it on
 // herald_control, fires the handler's signal, and then writes 'cancelled').
+// A blocked job (waiting for its parents) is cancelled at once too.
 export const CANCEL = {
-  set: `status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END::herald.job_status,
-    finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END,
+  set: `status = CASE WHEN status IN ('queued', 'blocked') THEN 'cancelled' ELSE status END::herald.job_status,
+    finished_at = CASE WHEN status IN ('queued', 'blocked') THEN now() ELSE finished_at END,
     cancel_requested_at = coalesce(cancel_requested_at, now())`,
-  where: `status IN ('queued', 'running')`,
+  where: `status IN ('queued', 'running', 'blocked')`,
 };
 
 // A failed or cancelled job runs again, with at least one attempt left (MAX_ATTEMPTS_LIMIT is the ceiling).
 // A retry is an explicit "run it now": an expireAt already past is cleared (else the job would
-// only expire again at once); one still ahead is kept.
+// only expire again at once); one still ahead is kept. One that has parents waits for them again
+// (blocked): the update trigger settles it at once.
 export const RETRY = {
-  set: `status = 'queued', available_at = now(), finished_at = NULL, cancel_requested_at = NULL,
+  set: `status = CASE WHEN on_parent_failure IS NULL THEN 'queued' ELSE 'blocked' END::herald.job_status, available_at = now(), finished_at = NULL, cancel_requested_at = NULL,
     result = NULL, progress = NULL, max_attempts = greatest(max_attempts, attempt + 1),
     expire_at = CASE WHEN expire_at <= now() THEN NULL ELSE expire_at END`,
   where: `status IN ('failed', 'cancelled') AND attempt < ${MAX_ATTEMPTS_LIMIT}`,

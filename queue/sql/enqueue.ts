@@ -20,6 +20,12 @@ export interface EnqueueRecord {
   expire_at: string | null;
   /** The traceparent of the job's send span; null when none records. */
   trace: string | null;
+  // Workflows only (queue/flows.ts); absent for a plain job: queued, in no flow, no parents.
+  status?: 'queued' | 'blocked';
+  flow_id?: string;
+  ref?: string;
+  on_parent_failure?: 'cancel' | 'run';
+  has_children?: boolean;
 }
 
 // Many jobs in one statement, from one JSON array (JSON.stringify of EnqueueRecord[]). Rows are
@@ -33,15 +39,16 @@ input AS (
     jsonb_to_recordset($1::jsonb) AS (
       kind text, queue text, payload jsonb, priority int, run_at timestamptz,
       max_attempts int, requires text[], idempotency_key text,
-      "group" text, tags text[], timeout_ms int, expire_at timestamptz, trace text)
+      "group" text, tags text[], timeout_ms int, expire_at timestamptz, trace text,
+      status herald.job_status, flow_id bigint, ref text, on_parent_failure text, has_children boolean)
   ) WITH ORDINALITY AS x(kind, queue, payload, priority, run_at, max_attempts, requires, idempotency_key,
-                         "group", tags, timeout_ms, expire_at, trace, ord)
+                         "group", tags, timeout_ms, expire_at, trace, status, flow_id, ref, on_parent_failure, has_children, ord)
 ),
 rows AS (
 INSERT INTO herald.jobs (kind, queue, payload, priority, available_at, max_attempts, requires, idempotency_key,
-                         "group", tags, timeout_ms, expire_at, trace)
+                         "group", tags, timeout_ms, expire_at, trace, status, flow_id, ref, on_parent_failure, has_children)
 SELECT kind, queue, coalesce(payload, '{}'::jsonb), priority, coalesce(run_at, now()), max_attempts, requires, idempotency_key,
-       "group", tags, timeout_ms, expire_at, trace
+       "group", tags, timeout_ms, expire_at, trace, coalesce(status, 'queued'), flow_id, ref, on_parent_failure, has_children
 FROM input
 ORDER BY ord
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING

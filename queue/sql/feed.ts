@@ -7,7 +7,7 @@ import { freshHorizonCte, horizonCte } from './horizon.ts';
 // transactions below the horizon (horizon.ts): every transaction under it that could write here
 // has ended, so that set never grows again. Ordered by (tx, id), the cursor is that pair;
 // resuming after it yields exactly what came later.
-const EVENT_COLUMNS = `e.id, e.job_id, e.tx::text AS tx, e.at, e.queue, e.kind, e.type, e.status, e.attempt, e.worker, e.data`;
+const EVENT_COLUMNS = `e.id, e.job_id, e.tx::text AS tx, e.at, e.queue, e.kind, e.type, e.status, e.attempt, e.worker, e.data, e.flow_id::text AS flow_id`;
 
 /** The tailer's read: events past the cursor and below the horizon. $4: ids known to be other databases' (horizon.ts). */
 export const readFeed = statement<[...FeedAfter, limit: number, otherXids: string[]], EventRow>(
@@ -23,12 +23,12 @@ LIMIT $3`,
 );
 
 /**
- * A replay: the events in (after, through], optionally for one job or one queue. `through` is a
+ * A replay: the events in (after, through], optionally for one job, one queue or one flow. `through` is a
  * position the tailer reached, so every event at or before it is final: no horizon is needed, and
  * none can stop the replay short of it.
  */
 export const readFeedThrough = statement<
-  [...FeedAfter, throughTx: string, throughId: string, limit: number, jobId: string | null, queue: string | null],
+  [...FeedAfter, throughTx: string, throughId: string, limit: number, jobId: string | null, queue: string | null, flowId: string | null],
   EventRow
 >(
   'feed_through',
@@ -39,6 +39,7 @@ WHERE (e.tx, e.id) > ($1::xid8, $2::bigint)
   AND (e.tx, e.id) <= ($3::xid8, $4::bigint)
   AND ($6::bigint IS NULL OR e.job_id = $6)
   AND ($7::text IS NULL OR e.queue = $7)
+  AND ($8::bigint IS NULL OR e.flow_id = $8)
 ORDER BY e.tx, e.id
 LIMIT $5`,
 );

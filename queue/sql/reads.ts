@@ -8,7 +8,7 @@ export const getJob = statement<[id: string], JobRow>('get', withWaitingFor(`row
 // Every queue that has jobs or settings, with its counts and settings.
 export const queueCounts = statement<
   [queue: string | null],
-  QueueSettingsRow & { queued: number; scheduled: number; running: number; succeeded: number; failed: number; cancelled: number }
+  QueueSettingsRow & { queued: number; scheduled: number; running: number; succeeded: number; failed: number; cancelled: number; blocked: number }
 >(
   'queue_counts',
   `
@@ -19,13 +19,15 @@ WITH counts AS (
          count(*) FILTER (WHERE status = 'running')::int AS running,
          count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
          count(*) FILTER (WHERE status = 'failed')::int AS failed,
-         count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled
+         count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled,
+         count(*) FILTER (WHERE status = 'blocked')::int AS blocked
   FROM herald.jobs
   GROUP BY queue
 )
 SELECT coalesce(c.queue, s.queue) AS queue,
        coalesce(c.queued, 0) AS queued, coalesce(c.scheduled, 0) AS scheduled, coalesce(c.running, 0) AS running,
        coalesce(c.succeeded, 0) AS succeeded, coalesce(c.failed, 0) AS failed, coalesce(c.cancelled, 0) AS cancelled,
+       coalesce(c.blocked, 0) AS blocked,
        coalesce(s.paused, false) AS paused, s.concurrency, s.group_concurrency, s.rate_count, s.rate_period_ms, s.dead_letter,
        s.updated_at, s.updated_by
 FROM counts c FULL JOIN herald.queues s ON s.queue = c.queue

@@ -13,8 +13,11 @@ export type PgRow<T extends Table> = {
   [K in keyof T['_']['columns'] as T['_']['columns'][K]['_']['name']]: Pg<T['$inferSelect'][K & keyof T['$inferSelect']]>;
 };
 
-/** A row of herald.jobs; `waiting_for` only from statements that compute why a queued job waits. */
-export type JobRow = PgRow<typeof jobs> & { waiting_for?: WaitingFor | null };
+/**
+ * A row of herald.jobs; `waiting_for` only from statements that compute why a queued job waits,
+ * `depends_on` (the parents, in dependsOn order) only from statements that return jobs to the API.
+ */
+export type JobRow = PgRow<typeof jobs> & { waiting_for?: WaitingFor | null; depends_on?: string[] };
 
 /** A row of herald.job_events as the feed reads it (tx as text: xid8 has no JS type). */
 export type EventRow = PgRow<typeof jobEvents>;

@@ -22,7 +22,8 @@ const JOB_FILTER = `
   AND ($6::timestamptz IS NULL OR j.created_at >= $6)
   AND ($7::timestamptz IS NULL OR j.created_at <= $7)
   AND ($8::text IS NULL OR j."group" = $8)
-  AND ($9::text IS NULL OR j.tags @> ARRAY[$9::text])`;
+  AND ($9::text IS NULL OR j.tags @> ARRAY[$9::text])
+  AND ($10::bigint IS NULL OR j.flow_id = $10)`;
 
 /** The filter's parameters, in JOB_FILTER's order: payload as JSON text, error as an ILIKE pattern, times as ISO. */
 export type FilterParams = [
@@ -36,8 +37,9 @@ export type FilterParams = [
   createdBefore: string | null,
   group: string | null,
   tag: string | null,
+  flow: string | null,
 ];
-const FILTER_PARAMS = 9;
+const FILTER_PARAMS = 10;
 const p = (n: number) => `$${FILTER_PARAMS + n}`;
 
 const unprepared = { prepare: false } as const;

@@ -1,7 +1,7 @@
 import { WORKER_SEEN_LATELY } from './live.ts';
 
 /** Why a queued job is held back (the Job JSON's waitingFor), as WAITING_FOR below says. */
-export const WAITING_REASONS = ['scheduled', 'paused', 'concurrency', 'group_concurrency', 'rate_limit', 'no_worker'] as const;
+export const WAITING_REASONS = ['dependencies', 'scheduled', 'paused', 'concurrency', 'group_concurrency', 'rate_limit', 'no_worker'] as const;
 export type WaitingFor = (typeof WAITING_REASONS)[number];
 
 // Why a queued job is held back, as the Job JSON's waitingFor: the first reason that applies,
@@ -16,6 +16,7 @@ export type WaitingFor = (typeof WAITING_REASONS)[number];
 // starts in its window counts that window once. Each count runs only if the queue has the limit.
 const WAITING_FOR = `
 CASE
+  WHEN j.status = 'blocked' THEN 'dependencies'
   WHEN j.status <> 'queued' THEN NULL
   WHEN j.available_at > now() THEN 'scheduled'
   WHEN s.paused THEN 'paused'
@@ -47,6 +48,9 @@ group_running AS MATERIALIZED (
   FROM waiting_rows w JOIN limits s ON s.queue = w.queue
   WHERE w."group" IS NOT NULL AND s.group_concurrency IS NOT NULL AND NOT s.paused
 )`;
+// The parents of a job, in dependsOn order; read only for jobs that have some.
+const DEPENDS_ON = `CASE WHEN j.on_parent_failure IS NULL THEN '{}'::text[]
+  ELSE ARRAY(SELECT e.parent::text FROM herald.job_edges e WHERE e.child = j.id ORDER BY e.pos) END`;
 
 /**
  * A statement returning the job rows of CTE `rows` (defined by `ctes`, which may modify data)
@@ -56,7 +60,7 @@ export const withWaitingFor = (ctes: string, order = 'j.id') => `
 WITH ${ctes},
 live_workers AS MATERIALIZED (SELECT w.* FROM herald.workers w WHERE ${WORKER_SEEN_LATELY}),
 ${LIMITS}
-SELECT j.*, ${WAITING_FOR} AS waiting_for
+SELECT j.*, ${WAITING_FOR} AS waiting_for, ${DEPENDS_ON} AS depends_on
 FROM rows j
 LEFT JOIN limits s ON s.queue = j.queue
 LEFT JOIN group_running g ON g.queue = j.queue AND g."group" = j."group"

@@ -25,6 +25,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'events', description: 'The event stream' },
         { name: 'operations', description: 'Queues and their settings, workers, health and metrics' },
         { name: 'schedules', description: 'Recurring jobs (cron)' },
+        { name: 'flows', description: 'Workflows: jobs that wait for other jobs' },
       ],
     },
     // Shared schemas keep their $id (Job, JobEvent, Error) as their component name.

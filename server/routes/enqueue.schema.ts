@@ -1,12 +1,15 @@
 // The schemas of POST /api/jobs and POST /api/jobs/batch (routes/enqueue.ts).
 import { Type } from 'typebox';
 import { DEFAULTS, MAX_ATTEMPTS_LIMIT, MAX_NAME_LENGTH, MAX_REQUIRES, MAX_TAGS, MAX_TIMEOUT_MS } from '../../queue/defaults.ts';
-import { DateTime, Job, Name, Ref } from '../schemas.ts';
+import { ON_PARENT_FAILURE } from '../../queue/job.ts';
+import { MAX_FLOW_JOBS } from '../../queue/services/flows.ts';
+import { DateTime, Job, JobId, Name, OneOf, Ref } from '../schemas.ts';
 
 const MAX_BATCH = 1000;
 const MAX_WAIT_MS = 60_000;
 
-const enqueueFields = {
+/** The fields of one job (a schedule's job and a flow's jobs take these too). */
+export const enqueueFields = {
   kind: Name('the task to run'),
   queue: Type.Optional(Name(`queue name (default "${DEFAULTS.queue}")`)),
   payload: Type.Optional(Type.Unknown({ description: 'any JSON, handed to the task' })),
@@ -34,8 +37,23 @@ const enqueueFields = {
   expireAt: Type.Optional(DateTime('a job still queued at this time never starts: it becomes cancelled (event "expired")')),
 };
 
-/** One job to enqueue (POST /api/jobs, each entry of a batch, and a schedule's job). */
-export const enqueueBody = Type.Object(enqueueFields, { additionalProperties: false });
+/** What a job that waits for existing jobs adds (workflows). */
+const dependencyFields = {
+  dependsOn: Type.Optional(
+    Type.Array(JobId(), {
+      maxItems: MAX_FLOW_JOBS,
+      description: 'existing jobs to wait for: the job is blocked until they end (an unknown id is a 400)',
+    }),
+  ),
+  onParentFailure: Type.Optional(
+    OneOf(ON_PARENT_FAILURE, {
+      description: 'cancel (default): a parent that fails, is cancelled, expires or is deleted cancels this job; run: it runs once every parent has ended',
+    }),
+  ),
+};
+
+/** One job to enqueue (POST /api/jobs, each entry of a batch). */
+export const enqueueBody = Type.Object({ ...enqueueFields, ...dependencyFields }, { additionalProperties: false });
 
 export const enqueueQuery = Type.Object(
   {

@@ -8,6 +8,7 @@ export const eventsQuery = Type.Object(
   {
     queue: Type.Optional(Name('only events of this queue')),
     job: Type.Optional(JobId('only events of this job')),
+    flow: Type.Optional(JobId('only events of this flow')),
     lastEventId: Type.Optional(
       Type.String({ maxLength: CURSOR_MAX, description: 'resume after this cursor (the Last-Event-ID header wins); 0 = from the beginning' }),
     ),

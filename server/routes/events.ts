@@ -24,7 +24,8 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
         operationId: 'streamEvents',
         summary: 'Job events, live, over Server-Sent Events',
         description:
-          'Each message: `event: job`, `id:` an opaque cursor, `data:` {eventId, jobId, queue, kind, type, status, attempt, worker, at, data}. ' +
+          'Each message: `event: job`, `id:` an opaque cursor, `data:` {eventId, jobId, queue, kind, type, status, attempt, worker, at, data, flowId}. ' +
+          'Filters: ?queue=, ?job=, ?flow=. ' +
           'Without Last-Event-ID the stream is live only (it starts with an `id:` naming its start; the Herald-Cursor header holds it too). ' +
           'With Last-Event-ID (header, or ?lastEventId=) it first replays every matching event after that cursor; 0 replays from the beginning. ' +
           'Every event exactly once, each job in order. A comment every 15 s keeps the connection alive. ' +
@@ -48,7 +49,7 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
         reply.header('retry-after', String(STREAMS_RETRY_AFTER_S));
         throw new HeraldError('this server has as many open event streams as it serves (HERALD_MAX_STREAMS); try again shortly', 'HERALD_TOO_MANY_STREAMS');
       }
-      await ctx.hub.open(reply, { queue: q.queue, jobId: q.job }, after);
+      await ctx.hub.open(reply, { queue: q.queue, jobId: q.job, flowId: q.flow }, after);
     },
   );
 }

@@ -20,6 +20,7 @@ const filterFields = {
   createdBefore: Type.Optional(DateTime('created at or before this ISO time')),
   group: Type.Optional(Name('only jobs of this group')),
   tag: Type.Optional(Name('only jobs carrying this tag')),
+  flow: Type.Optional(JobId('only jobs of this flow')),
 };
 
 export const listQuery = Type.Object(
@@ -44,7 +45,7 @@ export const jobPage = Type.Object(
 export const bulkBody = Type.Object(
   {
     action: OneOf(BULK_ACTIONS, {
-      description: 'retry: failed and cancelled jobs; cancel: queued and running; delete: succeeded, failed and cancelled (each gets a deleted event; its events stay until retention); redrive: dead-letter copies (queued or failed) back to their source queue as new jobs',
+      description: 'retry: failed and cancelled jobs; cancel: queued, blocked and running; delete: succeeded, failed and cancelled (each gets a deleted event; its events stay until retention); redrive: dead-letter copies (queued or failed) back to their source queue as new jobs',
     }),
     filter: Type.Object(
       {
@@ -53,7 +54,7 @@ export const bulkBody = Type.Object(
           Type.Unknown({ description: 'JSON containment: the JSON value itself, or the same JSON as a string (as the query takes it)' }),
         ),
       },
-      { additionalProperties: false, description: 'the GET /api/jobs filters; it must name a queue or a status' },
+      { additionalProperties: false, description: 'the GET /api/jobs filters; it must name a queue, a status or a flow' },
     ),
     dryRun: Type.Optional(Type.Boolean({ description: 'only count the matches' })),
   },

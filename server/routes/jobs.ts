@@ -9,10 +9,11 @@ import { bulkBody, bulkResult, idParams, jobEvents, jobEventsQuery, jobPage, lis
 const MAX_ID = 2n ** 63n - 1n;
 
 /** The id from the path; one past bigint's range cannot exist, so it is a 404, not a database error. */
-function jobId({ id }: { id: string }): string {
-  if (BigInt(id) > MAX_ID) throw new NotFoundError(`job ${id} does not exist`);
+export function pathId({ id }: { id: string }, noun = 'job'): string {
+  if (BigInt(id) > MAX_ID) throw new NotFoundError(`${noun} ${id} does not exist`);
   return id;
 }
+const jobId = (params: { id: string }) => pathId(params);
 
 const byId = { params: idParams };
 
@@ -53,17 +54,17 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
         operationId: 'bulkJobs',
         summary: 'Retry, cancel or delete every job a filter matches',
         description:
-          'retry applies to failed and cancelled jobs, cancel to queued and running ones (running ones get cancelRequested), ' +
+          'retry applies to failed and cancelled jobs, cancel to queued, blocked and running ones (running ones get cancelRequested), ' +
           'delete to succeeded, failed and cancelled ones, with their events. Jobs in other statuses count in `matched` and ' +
-          'are left alone. The filter must name a queue or a status. Works in transactions of at most 1,000 jobs.',
+          'are left alone. The filter must name a queue, a status or a flow. Works in transactions of at most 1,000 jobs.',
         body: bulkBody,
         response: { 200: bulkResult, ...errors(400, 401, 403) },
       },
     },
     async (request) => {
       const { action, filter, dryRun } = request.body;
-      if (filter.queue === undefined && filter.status === undefined) {
-        throw new ValidationError('filter must name a queue or a status: a bulk action over every job is refused');
+      if (filter.queue === undefined && filter.status === undefined && filter.flow === undefined) {
+        throw new ValidationError('filter must name a queue, a status or a flow: a bulk action over every job is refused');
       }
       if (dryRun) return { matched: await ctx.queue.countMatching(filter) };
       const result = await ctx.queue.bulk(action, filter, { actor: request.actor });
@@ -123,7 +124,8 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
         tags: ['jobs'],
         operationId: 'cancelJob',
         summary: 'Cancel a job',
-        description: 'A queued job becomes cancelled; a running one gets cancelRequested and its handler is signalled. A finished one: 409.',
+        description:
+          'A queued or blocked job becomes cancelled; a running one gets cancelRequested and its handler is signalled. A finished one: 409.',
         response: { 200: Ref(Job), ...errors(400, 401, 403, 404, 409) },
       },
     },

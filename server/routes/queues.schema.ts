@@ -15,6 +15,7 @@ export const QueueInfo = Type.Object(
     succeeded: Type.Integer(),
     failed: Type.Integer(),
     cancelled: Type.Integer(),
+    blocked: Type.Integer({ description: 'waiting for their parents (workflows)' }),
     paused: Type.Boolean(),
     concurrency: Nullable(Type.Integer()),
     groupConcurrency: Nullable(Type.Integer()),

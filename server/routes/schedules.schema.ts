@@ -26,9 +26,9 @@ export const scheduleBody = Type.Object(
   {
     cron: Type.String({ minLength: 1, maxLength: 200, description: '5 fields (minute hour day month weekday), or 6 with seconds first' }),
     timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: `IANA time zone (default ${DEFAULTS.timezone})` })),
-    job: Type.Omit(enqueueBody, ['idempotencyKey'], {
+    job: Type.Omit(enqueueBody, ['idempotencyKey', 'dependsOn', 'onParentFailure'], {
       additionalProperties: false,
-      description: 'the job each tick makes: an enqueue body without idempotencyKey',
+      description: 'the job each tick makes: an enqueue body without idempotencyKey (nor dependsOn)',
     }),
     paused: Type.Optional(Type.Boolean({ description: 'a paused schedule makes no jobs; resuming starts from the next tick' })),
   },

@@ -7,7 +7,7 @@ import { Fanout, toMessage, type StreamMessage, type Subscriber } from './fanout
 let n = 0;
 const event = (jobId: string, queue: string, type: JobEvent['type'] = 'enqueued', status: JobEvent['status'] = 'queued'): JobEvent => {
   n++;
-  return { eventId: String(n), jobId, queue, kind: 'k', type, status, attempt: 0, worker: null, at: new Date(0).toISOString(), data: null, cursor: `${1000 + n}.${n}` };
+  return { eventId: String(n), jobId, queue, kind: 'k', type, status, attempt: 0, worker: null, at: new Date(0).toISOString(), data: null, flowId: null, cursor: `${1000 + n}.${n}` };
 };
 
 function subscriber(filter: Subscriber['filter']) {

@@ -20,6 +20,8 @@ import type { Flushable, Flusher } from './flusher.ts';
 export interface StreamFilter {
   queue?: string;
   jobId?: string;
+  /** Events of one flow; the fan-out hands such a session every event and it keeps its flow's. */
+  flowId?: string;
 }
 
 export interface SessionLimits {
@@ -63,7 +65,8 @@ export class StreamSession implements Subscriber, Flushable {
 
   private matches(m: StreamMessage): boolean {
     const e = m.event;
-    return (this.filter.queue === undefined || e.queue === this.filter.queue) && (this.filter.jobId === undefined || e.jobId === this.filter.jobId);
+    const f = this.filter;
+    return (f.queue === undefined || e.queue === f.queue) && (f.jobId === undefined || e.jobId === f.jobId) && (f.flowId === undefined || e.flowId === f.flowId);
   }
 
   /** From the fan-out: buffer, then write as much as the socket takes. */

@@ -4,9 +4,9 @@ CREATE OR REPLACE FUNCTION herald.jobs_after_insert()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-  INSERT INTO herald.job_events (job_id, queue, kind, type, status, attempt, worker, data)
+  INSERT INTO herald.job_events (job_id, queue, kind, type, status, attempt, worker, data, flow_id)
   SELECT n.id, n.queue, n.kind, 'enqueued', n.status, n.attempt, NULL,
-         jsonb_build_object('priority', n.priority, 'runAt', herald.iso_utc(n.available_at), 'maxAttempts', n.max_attempts)
+         jsonb_build_object('priority', n.priority, 'runAt', herald.iso_utc(n.available_at), 'maxAttempts', n.max_attempts), n.flow_id
   FROM new_jobs n
   ORDER BY n.id;
 

@@ -6,12 +6,16 @@ CREATE OR REPLACE FUNCTION herald.jobs_after_update()
 AS $function$
 DECLARE
   notified bigint;
+  finished bigint[];
+  reopened bigint[];
+  reblocked bigint[];
 BEGIN
   WITH c AS MATERIALIZED (
     SELECT n.id, n.queue, n.kind, n.status, n.attempt, n.max_attempts, n.available_at,
            n.started_at, n.finished_at, n.lease_expires_at, n.progress, n.last_error,
-           n.locked_by AS new_locked_by, n.cancel_requested_at, n.expire_at,
+           n.locked_by AS new_locked_by, n.cancel_requested_at, n.expire_at, n.flow_id, n.has_children,
            o.status AS old_status, o.cancel_requested_at AS old_cancel_requested_at, o.available_at AS old_available_at,
+           o.last_error AS old_last_error,
            -- The whole row of a job that just failed for good, for its dead-letter copy; null
            -- on every other row, so the common statements carry nothing more.
            CASE WHEN n.status = 'failed' AND o.status <> 'failed' THEN n::herald.jobs END AS failed_row,
@@ -24,6 +28,7 @@ BEGIN
                  WHEN n.status = 'running' AND n.progress IS DISTINCT FROM o.progress THEN 'progress'
                END
              WHEN n.status = 'running' THEN 'claimed'
+             WHEN o.status = 'blocked' AND n.status = 'queued' THEN 'unblocked'
              WHEN n.status = 'succeeded' THEN 'succeeded'
              WHEN n.status = 'cancelled' AND o.status = 'queued' AND n.last_error->>'reason' = 'expired'
                   AND n.last_error IS DISTINCT FROM o.last_error THEN 'expired'
@@ -53,7 +58,7 @@ BEGIN
   -- One event per row whose status, progress or cancel request changed. The event type is read
   -- off the transition; the reaper marks its work with last_error.reason.
   events AS (
-    INSERT INTO herald.job_events (job_id, queue, kind, type, status, attempt, worker, data)
+    INSERT INTO herald.job_events (job_id, queue, kind, type, status, attempt, worker, data, flow_id)
     SELECT c.id, c.queue, c.kind, c.type::herald.event_type, c.status, c.attempt, c.worker,
            CASE c.type
              WHEN 'claimed' THEN jsonb_build_object(
@@ -73,12 +78,16 @@ BEGIN
                                  FROM dead d WHERE d.dead_letter_of = c.id), '{}'::jsonb) ELSE '{}'::jsonb END
              WHEN 'retried' THEN jsonb_build_object('maxAttempts', c.max_attempts)
              WHEN 'expired' THEN jsonb_build_object('expireAt', herald.iso_utc(c.expire_at))
-           END
+             WHEN 'cancelled' THEN CASE WHEN c.old_status = 'blocked' AND c.last_error->>'reason' = 'dependency_failed'
+                                             AND c.last_error IS DISTINCT FROM c.old_last_error
+               THEN jsonb_build_object('reason', 'dependency_failed', 'parent', c.last_error->'parent') END
+           END,
+           c.flow_id
     FROM c
     WHERE c.type IS NOT NULL
     ORDER BY c.id
   ),
-  -- Work that became runnable now (new attempt, manual retry, reaped lease) wakes workers.
+  -- Work that became runnable now (new attempt, manual retry, reaped lease, unblocked) wakes workers.
   wake AS (
     SELECT pg_notify('herald_jobs',
              CASE WHEN q.runnable THEN q.queue
@@ -101,7 +110,24 @@ BEGIN
     FROM (SELECT DISTINCT c.new_locked_by FROM c
           WHERE c.status = 'running' AND c.cancel_requested_at IS NOT NULL
             AND c.old_cancel_requested_at IS NULL) w
+  ),
+  -- Rows the flow work needs (none outside workflows): parents that finished or run again, and
+  -- jobs with parents that wait again.
+  flow AS (
+    SELECT array_agg(c.id) FILTER (WHERE c.has_children AND c.status IN ('succeeded', 'failed', 'cancelled')
+                                     AND c.old_status NOT IN ('succeeded', 'failed', 'cancelled')) AS finished,
+           array_agg(c.id) FILTER (WHERE c.has_children AND c.old_status IN ('succeeded', 'failed', 'cancelled')
+                                     AND c.status NOT IN ('succeeded', 'failed', 'cancelled')) AS reopened,
+           array_agg(c.id) FILTER (WHERE c.status = 'blocked' AND c.old_status <> 'blocked') AS reblocked
+    FROM c
+    WHERE c.has_children OR c.status = 'blocked'
   )
-  SELECT (SELECT count(*) FROM wake) + (SELECT count(*) FROM freed) + (SELECT count(*) FROM cancel) INTO notified;
+  SELECT (SELECT count(*) FROM wake) + (SELECT count(*) FROM freed) + (SELECT count(*) FROM cancel),
+         flow.finished, flow.reopened, flow.reblocked
+  INTO notified, finished, reopened, reblocked
+  FROM flow;
+  IF finished IS NOT NULL OR reopened IS NOT NULL OR reblocked IS NOT NULL THEN
+    PERFORM herald.flow_after_update(finished, reopened, reblocked);
+  END IF;
   RETURN NULL;
 END $function$

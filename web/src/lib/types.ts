@@ -16,6 +16,7 @@ export const JOB_STATUSES = Object.keys({
   succeeded: 1,
   failed: 1,
   cancelled: 1,
+  blocked: 1,
 } satisfies Record<JobStatus, 1>) as JobStatus[];
 export const COUNT_BUCKETS = Object.keys({
   queued: 1,
@@ -24,6 +25,7 @@ export const COUNT_BUCKETS = Object.keys({
   succeeded: 1,
   failed: 1,
   cancelled: 1,
+  blocked: 1,
 } satisfies Record<CountBucket, 1>) as CountBucket[];
 
 /**

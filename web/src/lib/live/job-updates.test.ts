@@ -8,7 +8,7 @@ const T0 = Date.parse('2026-12-01T08:00:00.000Z');
 const at = (s: number) => new Date(T0 + s * 1000).toISOString();
 let n = 0;
 function e(type: EventType, status: JobStatus, attempt: number, s: number, data: Record<string, unknown> | null = null, worker: string | null = null): BoardEvent {
-  return { eventId: String(++n), jobId: '42', queue: 'mail', kind: 'send', type, status, attempt, worker, at: at(s), data };
+  return { eventId: String(++n), jobId: '42', queue: 'mail', kind: 'send', type, status, attempt, worker, at: at(s), data, flowId: null };
 }
 
 /** The fields the jobs table shows. */
@@ -27,7 +27,7 @@ function apiJob(p: Partial<Job>): Job {
     id: '42', queue: 'mail', kind: 'send', payload: {}, priority: 5, status: 'queued', attempt: 0, maxAttempts: 2, requires: [],
     idempotencyKey: null, runAt: at(0), createdAt: at(0), startedAt: null, finishedAt: null, lockedBy: null, leaseExpiresAt: null,
     cancelRequested: false, progress: null, result: null, lastError: null, group: null, tags: [], timeoutMs: null, expireAt: null,
-    deadLetterOf: null, waitingFor: null, ...p,
+    deadLetterOf: null, flowId: null, ref: null, dependsOn: [], onParentFailure: null, waitingFor: null, ...p,
   };
 }
 

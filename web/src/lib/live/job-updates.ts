@@ -118,6 +118,10 @@ export function jobFromEvent(ev: BoardEvent): BoardJob {
     expireAt: null,
     deadLetterOf: null,
     waitingFor: null,
+    flowId: ev.flowId ?? null,
+    ref: null,
+    dependsOn: [],
+    onParentFailure: null,
     partial: true,
   };
   applyEventToJob(job, ev);

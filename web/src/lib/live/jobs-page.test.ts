@@ -11,7 +11,7 @@ describe('mergeIntoPage (jobs table)', () => {
       id, queue, kind: 'sleep', payload: {}, priority: 0, status, attempt: 0, maxAttempts: 5, requires: [],
       idempotencyKey: null, runAt: null, createdAt: null, startedAt: null, finishedAt: null, lockedBy: null,
       leaseExpiresAt: null, cancelRequested: false, progress: null, result: null, lastError: null,
-      group: null, tags: [], timeoutMs: null, expireAt: null, deadLetterOf: null, waitingFor: null,
+      group: null, tags: [], timeoutMs: null, expireAt: null, deadLetterOf: null, flowId: null, ref: null, dependsOn: [], onParentFailure: null, waitingFor: null,
     };
   }
 

@@ -20,5 +20,6 @@ export function normalizeEvent(raw: unknown): BoardEvent | null {
     worker: (r.worker as string | null) ?? null,
     at: asText(r.at ?? new Date().toISOString()),
     data: r.data && typeof r.data === 'object' ? (r.data as Record<string, unknown>) : null,
+    flowId: r.flowId == null ? null : asText(r.flowId),
   };
 }

@@ -26,6 +26,8 @@ function inferPrevBucket(type: EventType): CountBucket | null | undefined {
       return null;
     case 'claimed':
       return 'queued';
+    case 'unblocked':
+      return 'blocked';
     case 'progress':
     case 'cancel_requested':
     case 'succeeded':
@@ -126,7 +128,7 @@ export class LiveIndex {
 /** A queue first seen on the stream: no counts yet, and no settings until /api/queues says so. */
 function emptyCounts(queue: string): QueueCounts {
   return {
-    queue, queued: 0, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0,
+    queue, queued: 0, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, blocked: 0,
     paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, deadLetter: null, updatedBy: null, updatedAt: null,
   };
 }

@@ -14,13 +14,14 @@ export function ev(jobId: string, type: EventType, status: JobStatus, extra: Par
     worker: status === 'running' ? 'w1' : null,
     at: new Date(1_700_000_000_000).toISOString(),
     data: null,
+    flowId: null,
     ...extra,
   };
 }
 
 export function counts(queue = 'default', c: Partial<QueueCounts> = {}): QueueCounts {
   return {
-    queue, queued: 0, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0,
+    queue, queued: 0, scheduled: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, blocked: 0,
     paused: false, concurrency: null, groupConcurrency: null, rateLimit: null, deadLetter: null, updatedBy: null, updatedAt: null, ...c,
   };
 }
