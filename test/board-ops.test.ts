@@ -2,9 +2,9 @@
 // real `herald worker` on this file's own database: the job page links a dead letter and its
 // source both ways, and the Health page lists an alert condition while it holds. Every wait is
 // for what the screen (or the API) shows; nothing asserts a duration.
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callApi, startBoardStack, watchPage, type BoardStack } from './support/board.ts';
+import { callApi, openBoard, startBoardStack, type BoardStack } from './support/board.ts';
 import { waitUntil } from './system/support.ts';
 
 let stack: BoardStack;
@@ -26,14 +26,7 @@ const alertsNow = async () => (await callApi<{ alerts: Alert[] }>(url, 'GET', '/
 const call = <T>(method: string, route: string, body?: unknown) => callApi<T>(url, method, route, body);
 const tid = (id: string) => `[data-testid="${id}"]`;
 
-async function open(hash: string): Promise<{ page: Page; problems: string[]; close: () => Promise<void> }> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  context.setDefaultTimeout(30_000);
-  const page = await context.newPage();
-  const problems = watchPage(page);
-  await page.goto(`${url}/${hash}`);
-  return { page, problems, close: () => context.close() };
-}
+const open = (hash: string) => openBoard(browser, url, hash);
 
 beforeAll(async () => {
   // The worker takes only `work`: the dead-letter queue keeps its copies, and `orphans` has no
