@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callApi, demoTraffic, startBoardStack, watchPage, type BoardStack } from './support/board.ts';
+import { callApi, demoTraffic, openBoard, startBoardStack, watchPage, type BoardStack } from './support/board.ts';
 import type { HeraldProcess } from './support/herald-process.ts';
 import { waitUntil } from './system/support.ts';
 
@@ -37,14 +37,7 @@ const list = async (q: string) => (await call<{ jobs: Job[] }>('GET', `/api/jobs
 
 const tid = (id: string) => `[data-testid="${id}"]`;
 
-async function open(url: string, hash: string): Promise<{ page: Page; problems: string[]; close: () => Promise<void> }> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  context.setDefaultTimeout(30_000);
-  const page = await context.newPage();
-  const problems = watchPage(page);
-  await page.goto(`${url}/${hash}`);
-  return { page, problems, close: () => context.close() };
-}
+const open = (url: string, hash: string) => openBoard(browser, url, hash);
 
 /** Every jobs-table row's cells as the screen shows them (text and tooltip), by job id. */
 const tableRows = (page: Page) =>

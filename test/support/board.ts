@@ -98,6 +98,16 @@ export function watchPage(page: Page): string[] {
   return problems;
 }
 
+/** A page of the board in a fresh browser context (1280 px wide, 30 s waits), watched for problems. */
+export async function openBoard(browser: Browser, url: string, hash: string): Promise<{ page: Page; problems: string[]; close: () => Promise<void> }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  context.setDefaultTimeout(30_000);
+  const page = await context.newPage();
+  const problems = watchPage(page);
+  await page.goto(`${url}/${hash}`);
+  return { page, problems, close: () => context.close() };
+}
+
 /**
  * Demo traffic for screenshots: batches of mixed jobs on a few queues every 400 ms (7.5 jobs a
  * second on average, swelling and ebbing so the charts have a shape), the same every run. The
