@@ -230,7 +230,8 @@ describe('waitingFor', () => {
       expect(Object.fromEntries(reasons)).toEqual({ 'rated/null/rate_limit': 500, 'conc/g1/group_concurrency': 250, 'conc/g2/null': 250 });
       const byTable = Object.fromEntries(scans.map((s) => [s.relname, Number(s.scans)]));
       // A few scans per statement, whatever the batch: counted per row, this was 501 and 1,016.
-      expect(byTable.queue_starts).toBeLessThanOrEqual(2);
+      // (How many a plan takes per queue varies with the table's statistics: 2 to 4 seen.)
+      expect(byTable.queue_starts).toBeLessThanOrEqual(10);
       expect(byTable.jobs).toBeLessThanOrEqual(50);
     } finally {
       c.release();
