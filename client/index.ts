@@ -1,9 +1,8 @@
 // A typed client for Herald's HTTP API (README, "HTTP API"), for producers and tools written in
-// TypeScript. Uses fetch; the event stream is an async iterator that resumes by itself with
-// Last-Event-ID after a dropped connection, so a consumer sees every event exactly once.
+// TypeScript. Uses fetch; the event stream (stream.ts) is an async iterator that resumes by
+// itself with Last-Event-ID after a dropped connection, so a consumer sees every event exactly once.
 import { context, propagation } from '@opentelemetry/api';
-import { createParser } from 'eventsource-parser';
-import type { Job, JobEvent } from '../queue/job.ts';
+import type { Job } from '../queue/job.ts';
 import type {
   Actor, EnqueueInput as CoreEnqueueInput, JobPage, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo,
 } from '../queue/queue.ts';
@@ -12,6 +11,7 @@ import type { EventType, JobStatus } from '../queue/schema.ts';
 import type { BulkAction } from '../queue/defaults.ts';
 import type { JobFilter } from '../queue/search.ts';
 import type { ErrorCode } from '../queue/errors.ts';
+import { apiError, EventStream, HeraldApiError, type ApiJobEvent, type StreamOptions } from './stream.ts';
 import type { Health } from '../server/routes/health.schema.ts';
 import type { Alert } from '../queue/alerts.ts';
 import { tracing } from '../queue/tracing.ts';
@@ -21,6 +21,8 @@ import type { FlowDetail, FlowInfo, FlowStatus, Parent } from '../queue/services
 export type { Job, JobStatus, EventType, JobPage, JobFilter, HistoryBucket, HistoryRange, BulkAction };
 export type { Actor, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo, Health, ErrorCode, Alert };
 export type { FlowDetail, FlowInfo, FlowStatus };
+export { EventStream, HeraldApiError };
+export type { ApiJobEvent, StreamEvent, StreamOptions } from './stream.ts';
 /** One job of POST /api/flows: an enqueue body with its ref and the refs it waits for. */
 export type FlowJobInput = Omit<EnqueueInput, 'dependsOn'> & { ref: string; dependsOn?: string[] };
 /** A parent or child on a job's page (GET /api/jobs/:id/dependencies). */
@@ -28,17 +30,11 @@ export type Relative = Omit<Parent, 'result'>;
 /** Job counts and settings of one queue, and who last changed them (GET /api/queues). */
 export type QueueCounts = QueueInfo;
 
-/** A job event as the API shows it. */
-export type ApiJobEvent = Omit<JobEvent, 'cursor'>;
-
 /** A page of GET /api/jobs/:id/events: `next` is the `after` of the following page, null on the last. */
 export interface JobEventPage {
   events: ApiJobEvent[];
   next: string | null;
 }
-
-/** A message of the event stream: the event, and `id`, its opaque cursor. */
-export type StreamEvent = ApiJobEvent & { id: string };
 
 /** One job to add: the body of POST /api/jobs. `runAt` is ISO 8601 with a time zone, or a Date. */
 export type EnqueueInput = Omit<CoreEnqueueInput, 'idempotencyKey'> & { idempotencyKey?: string };
@@ -74,29 +70,6 @@ export interface BulkRequest {
 const filterParam = (k: string, v: unknown) =>
   k === 'payload' && typeof v !== 'string' ? JSON.stringify(v) : v instanceof Date ? v.toISOString() : String(v);
 
-export interface StreamOptions {
-  queue?: string;
-  job?: string;
-  flow?: string;
-  /** Start after this cursor ("0": from the beginning). Unset: live from now. */
-  lastEventId?: string;
-  signal?: AbortSignal;
-}
-
-/** An error reply of the API: Fastify's {statusCode, error, message}, and its stable `code` (README, "Error codes"). */
-export class HeraldApiError extends Error {
-  override name = 'HeraldApiError';
-  constructor(
-    readonly statusCode: number,
-    message: string,
-    readonly error: string = '',
-    /** Undefined when the reply was not Herald's (a proxy's error page, say). */
-    readonly code?: ErrorCode,
-  ) {
-    super(message);
-  }
-}
-
 export interface HeraldClientOptions {
   /** e.g. http://127.0.0.1:3000; '' in a browser page served by Herald (same origin). */
   baseUrl: string;
@@ -114,28 +87,6 @@ export interface HeraldClientOptions {
 export interface CallOptions {
   signal?: AbortSignal;
 }
-
-async function apiError(res: Response): Promise<HeraldApiError> {
-  const text = await res.text().catch(() => '');
-  try {
-    const body = JSON.parse(text) as { message?: unknown; error?: unknown; code?: ErrorCode } | null;
-    if (body && typeof body.message === 'string') {
-      return new HeraldApiError(res.status, body.message, typeof body.error === 'string' ? body.error : '', body.code);
-    }
-  } catch {
-    // not JSON: fall through
-  }
-  return new HeraldApiError(res.status, text.slice(0, 200) || res.statusText || `HTTP ${res.status}`);
-}
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(t);
-      resolve();
-    }, { once: true });
-  });
 
 export class HeraldClient {
   private readonly baseUrl: string;
@@ -324,110 +275,5 @@ export class HeraldClient {
    */
   events(opts: StreamOptions = {}): EventStream {
     return new EventStream(this.fetch, this.baseUrl, this.headers({ accept: 'text/event-stream' }), opts);
-  }
-}
-
-export class EventStream implements AsyncIterable<StreamEvent> {
-  /** The cursor of the last event handed out (or where a live stream began). */
-  lastEventId: string | undefined;
-  /** Connections made after the first, since this stream began. */
-  reconnects = 0;
-  private readonly abort = new AbortController();
-  private connection?: AbortController;
-  /** The current connection was dropped by reconnect(), not by a failure. */
-  private dropped = false;
-
-  constructor(
-    private readonly fetchFn: typeof fetch,
-    private readonly baseUrl: string,
-    private readonly headers: Record<string, string>,
-    private readonly opts: StreamOptions,
-  ) {
-    this.lastEventId = opts.lastEventId;
-    opts.signal?.addEventListener('abort', () => this.close(), { once: true });
-  }
-
-  /** Ends the stream; a pending `next()` finishes. */
-  close(): void {
-    this.abort.abort();
-  }
-
-  /** Drops the current connection only; the stream resumes after it (for tests and failover). */
-  reconnect(): void {
-    if (!this.connection || this.connection.signal.aborted) return;
-    this.dropped = true;
-    this.connection.abort();
-  }
-
-  private url(): string {
-    const q = new URLSearchParams();
-    if (this.opts.queue !== undefined) q.set('queue', this.opts.queue);
-    if (this.opts.job !== undefined) q.set('job', this.opts.job);
-    if (this.opts.flow !== undefined) q.set('flow', this.opts.flow);
-    const qs = q.toString();
-    return `${this.baseUrl}/api/events${qs ? `?${qs}` : ''}`;
-  }
-
-  async *[Symbol.asyncIterator](): AsyncIterator<StreamEvent> {
-    let failures = 0;
-    let first = true;
-    try {
-      while (!this.abort.signal.aborted) {
-        if (!first) this.reconnects++;
-        first = false;
-        if (failures > 0) await sleep(Math.min(5_000, 100 * 2 ** (failures - 1)), this.abort.signal);
-        if (this.abort.signal.aborted) return;
-        this.connection = new AbortController();
-        this.dropped = false;
-        const signal = AbortSignal.any([this.abort.signal, this.connection.signal]);
-        let res: Response;
-        try {
-          const headers = this.lastEventId !== undefined ? { ...this.headers, 'last-event-id': this.lastEventId } : this.headers;
-          res = await this.fetchFn(this.url(), { headers, signal });
-        } catch {
-          if (!this.dropped) failures++;
-          continue;
-        }
-        if (!res.ok || !res.body) {
-          const err = await apiError(res);
-          if (res.status >= 400 && res.status < 500 && res.status !== 429) throw err;
-          failures++;
-          continue;
-        }
-        // A live stream starts at the server's head; resuming from there loses nothing.
-        this.lastEventId ??= res.headers.get('herald-cursor') ?? undefined;
-        const ready: StreamEvent[] = [];
-        const parser = createParser({
-          onEvent: (m) => {
-            if (m.event === 'job' && m.id) ready.push({ ...(JSON.parse(m.data) as ApiJobEvent), id: m.id });
-          },
-        });
-        const decoder = new TextDecoder();
-        // A reader rather than for-await: leaving the loop early must not wait for the body to cancel.
-        const reader = res.body.getReader();
-        let got = false;
-        try {
-          for (;;) {
-            const { done, value } = await reader.read();
-            if (done) break;
-            parser.feed(decoder.decode(value, { stream: true }));
-            while (ready.length > 0) {
-              const event = ready.shift()!;
-              got = true;
-              this.lastEventId = event.id;
-              yield event;
-            }
-          }
-        } catch {
-          // The connection dropped (or was dropped on purpose): resume below.
-        } finally {
-          this.connection.abort();
-          reader.cancel().catch(() => {});
-        }
-        failures = got || this.dropped ? 0 : failures + 1;
-      }
-    } finally {
-      this.connection?.abort();
-    }
   }
 }

@@ -23,9 +23,9 @@ import { FlowService } from '../queue/services/flows.ts';
 import { DEFAULTS } from '../queue/defaults.ts';
 import { ValidationError } from '../queue/errors.ts';
 import type { Logger } from '../queue/log.ts';
-import type { Job } from '../queue/job.ts';
 import type { Lease } from '../queue/queue.ts';
 import { Claimer } from './claimer.ts';
+import { ClaimRound } from './claim-round.ts';
 import { Completions } from './completions.ts';
 import { LeaseLostError, ShutdownError } from './errors.ts';
 import { LeaseKeeper } from './leases.ts';
@@ -108,7 +108,6 @@ export class Worker {
   private held!: HeldQueues;
   private heldReadAt = 0;
   /** Which claim goes first this time: the plain one (0) or the n-th limited queue. */
-  private turn = 0;
   private bufferTimer?: NodeJS.Timeout;
   private heldTimer?: NodeJS.Timeout;
   private stopping?: Promise<void>;
@@ -181,12 +180,24 @@ export class Worker {
       admit: (jobs) => mayStart(this.work, jobs),
       refused: (leases) => void this.handBack(leases, 'queue paused or limited, or expireAt passed, while buffered'),
     });
+    this.held = new HeldQueues(this.work, log, this.queues);
+    const round = new ClaimRound({
+      work: this.work, held: this.held, slots: this.slots, worker: this.id, leaseMs: this.leaseMs,
+      queues, capabilities, kinds,
+      ownerLock: () => this.listener.lockKey,
+      dueAt: (at) => this.claimer.dueAtTime(at),
+    });
+    const pollMs = opts.pollMs ?? DEFAULTS.pollMs;
     this.claimer = new Claimer({
-      pollMs: opts.pollMs ?? DEFAULTS.pollMs,
+      pollMs,
       maxBatch: maxClaim,
       logger: log,
       freeSlots: () => this.slots.free,
-      claim: (limit) => this.claim(limit, { queues, capabilities, kinds }),
+      claim: async (limit) => {
+        // The settings are re-read at least once a poll interval, in case a notification was missed.
+        if (Date.now() - this.heldReadAt > pollMs) await this.refreshHeld();
+        return round.run(limit);
+      },
       nextRunAt: async () => (await this.work.nextRunAt(queues, capabilities, kinds))?.getTime() ?? null,
     });
     this.leases = new LeaseKeeper({
@@ -206,7 +217,6 @@ export class Worker {
         for (const l of leases) if (this.slots.cancel(l)) log.info({ job: l.id, attempt: l.attempt }, 'cancel requested: handler aborted');
       },
     });
-    this.held = new HeldQueues(this.work, log, this.queues);
     this.registry = new Registry({
       registry: new RegistryService(this.db),
       logger: log,
@@ -249,7 +259,6 @@ export class Worker {
     this.bufferTimer = setInterval(() => void this.returnBuffered(ttl, 'buffered past its TTL'), Math.max(10, ttl / 2));
     // Without notifications (polling only, or one missed), the settings are re-read every poll
     // interval while jobs wait in the buffer, so those of a queue paused since go back at once.
-    const pollMs = opts.pollMs ?? DEFAULTS.pollMs;
     this.heldTimer = setInterval(() => {
       if (this.slots.buffered > 0 && Date.now() - this.heldReadAt >= pollMs) void this.refreshHeld();
     }, pollMs);
@@ -283,42 +292,6 @@ export class Worker {
       const leases = this.slots.takeBuffered(0, (job) => this.held.isHeld(job.queue));
       await this.handBack(leases, 'queue settings changed');
     }
-  }
-
-  /**
-   * One claim round: the plain claim (every queue without settings) and one limited claim per
-   * limited queue, up to `limit` jobs in all. Who goes first rotates, so a busy plain queue
-   * cannot starve the limited ones nor the other way round. Queues without settings cost
-   * nothing extra when there are no limited queues.
-   */
-  private async claim(limit: number, who: { queues?: string[]; capabilities: string[]; kinds: string[] }): Promise<number> {
-    // The settings are re-read at least once a poll interval, in case a notification was missed.
-    if (Date.now() - this.heldReadAt > (this.opts.pollMs ?? 1_000)) await this.refreshHeld();
-    const limited = this.held.claimable();
-    const base = { worker: this.id, capabilities: who.capabilities, kinds: who.kinds, leaseMs: this.leaseMs, ownerLock: this.listener.lockKey };
-    // A worker whose queues are all held has nothing to ask the plain claim for.
-    const plain = !who.queues || who.queues.some((q) => !this.held.isHeld(q));
-    const order = plain ? [null, ...limited] : limited;
-    if (order.length === 0) return 0;
-    this.turn = (this.turn + 1) % order.length;
-    let got = 0;
-    for (let i = 0; i < order.length && got < limit; i++) {
-      const q = order[(this.turn + i) % order.length];
-      let jobs: Job[];
-      if (q === null) {
-        jobs = await this.work.claim({ ...base, queues: who.queues, limit: limit - got });
-      } else {
-        // No claim-ahead for a limited queue: a buffered job would hold one of its few slots idle.
-        const room = Math.min(limit - got, this.slots.idle);
-        if (room <= 0) continue;
-        const r = await this.work.claimLimited(q, { ...base, limit: room });
-        jobs = r.jobs;
-        if (r.retryAt) this.claimer.dueAtTime(r.retryAt.getTime());
-      }
-      for (const job of jobs) this.slots.start(job);
-      got += jobs.length;
-    }
-    return got;
   }
 
   /** Hands buffered jobs (all, or those older than `olderThanMs`) back to the queue, attempt refunded. */

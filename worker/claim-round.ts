@@ -1,0 +1,59 @@
+// One claim round of a worker: the plain claim (every queue without settings) and one limited
+// claim per limited queue, up to `limit` jobs in all. Who goes first rotates from round to round,
+// so a busy plain queue cannot starve the limited ones nor the other way round. Queues without
+// settings cost nothing extra when there are no limited queues.
+import type { Job } from '../queue/job.ts';
+import type { WorkService } from '../queue/services/work.ts';
+import type { HeldQueues } from './held-queues.ts';
+import type { Slots } from './slots.ts';
+
+export interface ClaimRoundOptions {
+  work: WorkService;
+  held: HeldQueues;
+  slots: Slots;
+  worker: string;
+  leaseMs: number;
+  /** The queues this worker serves (undefined: all), and what it can run. */
+  queues?: string[];
+  capabilities: string[];
+  kinds: string[];
+  /** The liveness lock's key, so that the reaper knows whose jobs are alive (null while cut off). */
+  ownerLock: () => number | null;
+  /** A limited queue's next start is due at this time (ms since the epoch). */
+  dueAt: (at: number) => void;
+}
+
+export class ClaimRound {
+  private turn = 0;
+
+  constructor(private readonly o: ClaimRoundOptions) {}
+
+  async run(limit: number): Promise<number> {
+    const { o } = this;
+    const limited = o.held.claimable();
+    const base = { worker: o.worker, capabilities: o.capabilities, kinds: o.kinds, leaseMs: o.leaseMs, ownerLock: o.ownerLock() };
+    // A worker whose queues are all held has nothing to ask the plain claim for.
+    const plain = !o.queues || o.queues.some((q) => !o.held.isHeld(q));
+    const order = plain ? [null, ...limited] : limited;
+    if (order.length === 0) return 0;
+    this.turn = (this.turn + 1) % order.length;
+    let got = 0;
+    for (let i = 0; i < order.length && got < limit; i++) {
+      const q = order[(this.turn + i) % order.length];
+      let jobs: Job[];
+      if (q === null) {
+        jobs = await o.work.claim({ ...base, queues: o.queues, limit: limit - got });
+      } else {
+        // No claim-ahead for a limited queue: a buffered job would hold one of its few slots idle.
+        const room = Math.min(limit - got, o.slots.idle);
+        if (room <= 0) continue;
+        const r = await o.work.claimLimited(q, { ...base, limit: room });
+        jobs = r.jobs;
+        if (r.retryAt) o.dueAt(r.retryAt.getTime());
+      }
+      for (const job of jobs) o.slots.start(job);
+      got += jobs.length;
+    }
+    return got;
+  }
+}
