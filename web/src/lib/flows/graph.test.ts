@@ -75,9 +75,9 @@ describe('statusBreakdown and shapeKey', () => {
   it('counts members per status in the board order, leaving out zeros and unknown ids', () => {
     const status = new Map([['1', 'succeeded'], ['2', 'blocked'], ['3', 'succeeded'], ['4', 'running']] as const);
     expect(statusBreakdown(['1', '2', '3', '4', '5'], (id) => status.get(id as '1'))).toEqual([
-      { status: 'running', count: 1 },
-      { status: 'succeeded', count: 2 },
-      { status: 'blocked', count: 1 },
+      { status: 'running', count: 1, before: 0 },
+      { status: 'succeeded', count: 2, before: 1 },
+      { status: 'blocked', count: 1, before: 3 },
     ]);
   });
 

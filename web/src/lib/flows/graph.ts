@@ -95,14 +95,22 @@ export function visibleGraph(
   return { nodes, edges: out };
 }
 
-/** How many of `members` are in each status, in the board's status order, zero counts left out. */
-export function statusBreakdown(members: readonly string[], statusOf: (id: string) => JobStatus | undefined): { status: JobStatus; count: number }[] {
+/**
+ * How many of `members` are in each status, in the board's status order, zero counts left out;
+ * `before` is the count of the statuses ahead of it (where its segment of a bar starts).
+ */
+export function statusBreakdown(members: readonly string[], statusOf: (id: string) => JobStatus | undefined): { status: JobStatus; count: number; before: number }[] {
   const counts = new Map<JobStatus, number>();
   for (const id of members) {
     const s = statusOf(id);
     if (s) counts.set(s, (counts.get(s) ?? 0) + 1);
   }
-  return JOB_STATUSES.filter((s) => counts.has(s)).map((status) => ({ status, count: counts.get(status)! }));
+  let before = 0;
+  return JOB_STATUSES.filter((s) => counts.has(s)).map((status) => {
+    const count = counts.get(status)!;
+    before += count;
+    return { status, count, before: before - count };
+  });
 }
 
 /** A key for a flow's shape (its jobs and edges, not their statuses): an equal key needs no new layout. */

@@ -1,6 +1,6 @@
 // Where each node of the flow page goes: dagre's layered layout, left to right (parents before
 // children, like time). It runs on the main thread, and only when the drawn node set changes.
-import dagre from '@dagrejs/dagre';
+import dagre, { type EdgeLabel, type GraphLabel, type NodeLabel } from '@dagrejs/dagre';
 import type { VisibleGraph, VisibleNode } from './graph';
 
 export const JOB_NODE = { width: 160, height: 40 };
@@ -35,7 +35,7 @@ export interface FlowLayout {
 const sizeOf = (n: VisibleNode) => (n.type === 'group' ? GROUP_NODE : JOB_NODE);
 
 export function layoutFlow(g: VisibleGraph): FlowLayout {
-  const d = new dagre.graphlib.Graph();
+  const d = new dagre.graphlib.Graph<GraphLabel, NodeLabel, EdgeLabel>();
   d.setGraph({
     rankdir: 'LR',
     nodesep: 14,
@@ -51,7 +51,7 @@ export function layoutFlow(g: VisibleGraph): FlowLayout {
 
   const boxes = new Map<string, NodeBox>();
   for (const n of g.nodes) {
-    const { x, y, width, height } = d.node(n.id);
+    const { x = 0, y = 0, width, height } = d.node(n.id);
     // dagre gives centres.
     boxes.set(n.id, { x: x - width / 2, y: y - height / 2, width, height });
   }
