@@ -32,12 +32,15 @@ describe('visibleGraph', () => {
     expect(visibleGraph(fan(FAN_OUT_THRESHOLD + 1).jobs, fan(FAN_OUT_THRESHOLD + 1).edges).nodes).toHaveLength(3);
   });
 
-  it('an expanded group shows its jobs with their own edges', () => {
+  it('an open group keeps its place and edges, and lists its jobs with their refs', () => {
     const { jobs, edges } = fan(300);
     const g = visibleGraph(jobs, edges, new Set(['g2']));
-    expect(g.nodes).toHaveLength(302);
-    expect(g.nodes.every((n) => n.type === 'job')).toBe(true);
-    expect(g.edges).toHaveLength(600);
+    expect(g.nodes.map((n) => n.id)).toEqual(['1', 'g2', '302']);
+    const group = g.nodes[1];
+    expect(group.type === 'group' && group.open).toBe(true);
+    expect(group.type === 'group' && group.members.slice(0, 2)).toEqual([{ id: '2', ref: 'part-0' }, { id: '3', ref: 'part-1' }]);
+    expect(g.edges).toHaveLength(2);
+    expect(visibleGraph(jobs, edges).nodes[1]).toMatchObject({ open: false });
   });
 
   it('keeps apart siblings of another kind, or with other parents or children', () => {
@@ -74,7 +77,7 @@ describe('visibleGraph', () => {
 describe('statusBreakdown and shapeKey', () => {
   it('counts members per status in the board order, leaving out zeros and unknown ids', () => {
     const status = new Map([['1', 'succeeded'], ['2', 'blocked'], ['3', 'succeeded'], ['4', 'running']] as const);
-    expect(statusBreakdown(['1', '2', '3', '4', '5'], (id) => status.get(id as '1'))).toEqual([
+    expect(statusBreakdown(['1', '2', '3', '4', '5'].map((id) => ({ id })), (id) => status.get(id as '1'))).toEqual([
       { status: 'running', count: 1, before: 0 },
       { status: 'succeeded', count: 2, before: 1 },
       { status: 'blocked', count: 1, before: 3 },

@@ -1,7 +1,8 @@
 // What the flow page draws: a flow's jobs and edges with wide fan-outs folded. Siblings of one
 // kind with the same parents and the same children are interchangeable in the picture, so past
 // a threshold they become one group node ("300 × resize"), which keeps a 1,000-job flow readable
-// and its layout small. A group the user expanded shows its jobs again.
+// and its layout small. A group the user opened shows its jobs as a grid inside its box: their
+// edges would all be the same, and a column of 300 boxes fitted to a screen reads as a line.
 import { compareIds } from '../live/ids';
 import { JOB_STATUSES, type JobStatus } from '../types';
 
@@ -17,7 +18,7 @@ export interface FlowJobShape {
 export type VisibleNode =
   | { type: 'job'; id: string; ref: string | null; kind: string }
   /** `id` is "g" and the group's smallest job id: stable while the flow's shape is. */
-  | { type: 'group'; id: string; kind: string; members: string[] };
+  | { type: 'group'; id: string; kind: string; members: { id: string; ref: string | null }[]; open: boolean };
 
 export interface VisibleGraph {
   nodes: VisibleNode[];
@@ -27,13 +28,13 @@ export interface VisibleGraph {
 
 /**
  * The nodes and edges to draw. Jobs are keyed by kind, parents and children; a key shared by more
- * than `threshold` jobs is a group unless its id is in `expanded`. Edges naming a job outside
+ * than `threshold` jobs is a group, open when its id is in `open`. Edges naming a job outside
  * `jobs` are dropped.
  */
 export function visibleGraph(
   jobs: readonly FlowJobShape[],
   edges: readonly (readonly [string, string])[],
-  expanded: ReadonlySet<string> = new Set(),
+  open: ReadonlySet<string> = new Set(),
   threshold = FAN_OUT_THRESHOLD,
 ): VisibleGraph {
   const sorted = [...jobs].sort((a, b) => compareIds(a.id, b.id));
@@ -69,8 +70,8 @@ export function visibleGraph(
     if (placed.has(j.id)) continue;
     const same = bySignature.get(keyOf.get(j.id)!)!;
     const groupId = `g${same[0].id}`;
-    if (same.length > threshold && !expanded.has(groupId)) {
-      nodes.push({ type: 'group', id: groupId, kind: j.kind, members: same.map((m) => m.id) });
+    if (same.length > threshold) {
+      nodes.push({ type: 'group', id: groupId, kind: j.kind, members: same.map((m) => ({ id: m.id, ref: m.ref })), open: open.has(groupId) });
       for (const m of same) {
         nodeOf.set(m.id, groupId);
         placed.add(m.id);
@@ -99,9 +100,9 @@ export function visibleGraph(
  * How many of `members` are in each status, in the board's status order, zero counts left out;
  * `before` is the count of the statuses ahead of it (where its segment of a bar starts).
  */
-export function statusBreakdown(members: readonly string[], statusOf: (id: string) => JobStatus | undefined): { status: JobStatus; count: number; before: number }[] {
+export function statusBreakdown(members: readonly { id: string }[], statusOf: (id: string) => JobStatus | undefined): { status: JobStatus; count: number; before: number }[] {
   const counts = new Map<JobStatus, number>();
-  for (const id of members) {
+  for (const { id } of members) {
     const s = statusOf(id);
     if (s) counts.set(s, (counts.get(s) ?? 0) + 1);
   }

@@ -1,7 +1,7 @@
 // Unit tests for the flow page's layout (layout.ts, dagre) and its pan/zoom (viewbox.ts).
 import { describe, expect, it } from 'vitest';
 import { visibleGraph } from './graph';
-import { edgePath, GROUP_NODE, JOB_NODE, layoutFlow } from './layout';
+import { edgePath, GRID, GROUP_NODE, groupGrid, JOB_NODE, layoutFlow } from './layout';
 import { fitViewBox, panBy, zoomAt } from './viewbox';
 
 describe('layoutFlow', () => {
@@ -22,10 +22,33 @@ describe('layoutFlow', () => {
   });
 });
 
+describe('groupGrid', () => {
+  it('lays an open group of 300 out wider than tall, like a screen, every cell inside the box and apart', () => {
+    const g = groupGrid(300);
+    expect(g.width / g.height).toBeGreaterThan(1.2);
+    expect(g.width / g.height).toBeLessThan(2.2);
+    const cells = Array.from({ length: 300 }, (_, i) => g.cell(i));
+    for (const c of cells) {
+      expect(c.x + GRID.cellW).toBeLessThanOrEqual(g.width);
+      expect(c.y + GRID.cellH).toBeLessThanOrEqual(g.height);
+      expect(c.y).toBeGreaterThanOrEqual(GRID.head);
+    }
+    expect(new Set(cells.map((c) => `${c.x},${c.y}`)).size).toBe(300);
+  });
+
+  it('an open group takes its grid size in the layout', () => {
+    const jobs = Array.from({ length: 20 }, (_, i) => ({ id: String(i + 1), ref: null, kind: 't' }));
+    const l = layoutFlow(visibleGraph(jobs, [], new Set(['g1'])));
+    expect(l.boxes.get('g1')).toMatchObject({ width: groupGrid(20).width, height: groupGrid(20).height });
+  });
+});
+
 describe('viewBox', () => {
   it('fits the drawing at the screen aspect ratio, centred', () => {
     const vb = fitViewBox(1000, 100, 500, 500, 0);
     expect(vb).toEqual({ x: 0, y: -450, w: 1000, h: 1000 });
+    // a small drawing is not blown up: shown at its size, in the middle
+    expect(fitViewBox(100, 50, 800, 400, 0)).toEqual({ x: -350, y: -175, w: 800, h: 400 });
   });
 
   it('zooming keeps the point under the pointer in place, within bounds', () => {

@@ -5,6 +5,8 @@ import type { VisibleGraph, VisibleNode } from './graph';
 
 export const JOB_NODE = { width: 160, height: 40 };
 export const GROUP_NODE = { width: 180, height: 54 };
+/** An open group: a header, then its jobs in a grid of small cells. */
+export const GRID = { cellW: 120, cellH: 28, gap: 6, pad: 10, head: 40 };
 
 /**
  * Past this many drawn nodes dagre ranks with its tight-tree heuristic instead of network
@@ -32,7 +34,28 @@ export interface FlowLayout {
   height: number;
 }
 
-const sizeOf = (n: VisibleNode) => (n.type === 'group' ? GROUP_NODE : JOB_NODE);
+/**
+ * The grid of an open group of `count` jobs: about 1.6 times as wide as tall, like the screen, so
+ * fitting the flow keeps the cells large enough to read. `cell(i)` is the i-th job's corner.
+ */
+export function groupGrid(count: number): { cols: number; width: number; height: number; cell: (i: number) => Point } {
+  const { cellW, cellH, gap, pad, head } = GRID;
+  const cols = Math.max(1, Math.ceil(Math.sqrt((1.6 * count * (cellH + gap)) / (cellW + gap))));
+  const rows = Math.ceil(count / cols);
+  return {
+    cols,
+    width: Math.max(GROUP_NODE.width, 2 * pad + cols * cellW + (cols - 1) * gap),
+    height: head + pad + rows * cellH + (rows - 1) * gap,
+    cell: (i) => ({ x: pad + (i % cols) * (cellW + gap), y: head + Math.floor(i / cols) * (cellH + gap) }),
+  };
+}
+
+function sizeOf(n: VisibleNode): { width: number; height: number } {
+  if (n.type === 'job') return JOB_NODE;
+  if (!n.open) return GROUP_NODE;
+  const { width, height } = groupGrid(n.members.length);
+  return { width, height };
+}
 
 export function layoutFlow(g: VisibleGraph): FlowLayout {
   const d = new dagre.graphlib.Graph<GraphLabel, NodeLabel, EdgeLabel>();

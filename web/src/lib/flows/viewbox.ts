@@ -12,12 +12,16 @@ export interface ViewBox {
 const MIN_W = 120;
 const MAX_SPAN = 4;
 
-/** The whole drawing, centred, with `pad` around it, at the screen's aspect ratio. */
+/**
+ * The whole drawing, centred, with `pad` around it, at the screen's aspect ratio; never larger
+ * than life (a three-box flow stays at its own size instead of filling the screen).
+ */
 export function fitViewBox(contentW: number, contentH: number, screenW: number, screenH: number, pad = 16): ViewBox {
   const cw = Math.max(contentW, 1) + 2 * pad;
   const ch = Math.max(contentH, 1) + 2 * pad;
-  const aspect = screenW > 0 && screenH > 0 ? screenW / screenH : cw / ch;
-  const w = Math.max(cw, ch * aspect);
+  const sized = screenW > 0 && screenH > 0;
+  const aspect = sized ? screenW / screenH : cw / ch;
+  const w = Math.max(cw, ch * aspect, sized ? screenW : 0);
   const h = w / aspect;
   return { x: (contentW - w) / 2, y: (contentH - h) / 2, w, h };
 }
