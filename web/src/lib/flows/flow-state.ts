@@ -4,7 +4,7 @@ import type { BoardEvent, FlowStatus, JobStatus } from '../types';
 
 const ENDED: ReadonlySet<JobStatus> = new Set(['succeeded', 'failed', 'cancelled']);
 
-export const hasEnded = (s: JobStatus) => ENDED.has(s);
+const hasEnded = (s: JobStatus) => ENDED.has(s);
 
 /**
  * Applies the events of flow `flowId` to `statuses` (job id → status). `unknown` says an event

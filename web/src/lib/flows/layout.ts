@@ -14,7 +14,7 @@ export const GRID = { cellW: 120, cellH: 28, gap: 6, pad: 10, head: 40 };
  * crossing edges (seconds at 1,000 nodes), and past a few hundred nodes a person reads the shape,
  * not the edge lengths.
  */
-export const SIMPLEX_MAX_NODES = 300;
+const SIMPLEX_MAX_NODES = 300;
 
 export interface Point {
   x: number;
@@ -22,7 +22,7 @@ export interface Point {
 }
 
 /** A node's box, (x, y) its top-left corner. */
-export interface NodeBox extends Point {
+interface NodeBox extends Point {
   width: number;
   height: number;
 }
