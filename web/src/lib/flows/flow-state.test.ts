@@ -7,13 +7,15 @@ import { applyFlowEvents, countStatuses, flowStatusOf, parentsWaitingText } from
 describe('applyFlowEvents', () => {
   it("moves the statuses of the flow's jobs, ignores other flows, and flags a job it does not know", () => {
     const statuses = new Map<string, JobStatus>([['1', 'running'], ['2', 'blocked']]);
+    const seen = new Set<string>();
     const r = applyFlowEvents(statuses, '7', [
       ev('1', 'succeeded', 'succeeded', { flowId: '7' }),
       ev('2', 'unblocked', 'queued', { flowId: '7' }),
       ev('3', 'succeeded', 'succeeded', { flowId: '8' }),
       ev('4', 'succeeded', 'succeeded'),
-    ]);
+    ], seen);
     expect(r).toEqual({ changed: true, unknown: false });
+    expect([...seen]).toEqual(['1', '2']);
     expect([...statuses]).toEqual([['1', 'succeeded'], ['2', 'queued']]);
     expect(applyFlowEvents(statuses, '7', [ev('1', 'succeeded', 'succeeded', { flowId: '7' })])).toEqual({ changed: false, unknown: false });
     expect(applyFlowEvents(statuses, '7', [ev('9', 'enqueued', 'blocked', { flowId: '7' })])).toEqual({ changed: false, unknown: true });

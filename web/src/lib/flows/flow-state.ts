@@ -9,12 +9,19 @@ const hasEnded = (s: JobStatus) => ENDED.has(s);
 /**
  * Applies the events of flow `flowId` to `statuses` (job id → status). `unknown` says an event
  * named a job the map lacks: the page's copy of the flow is incomplete, so it fetches it again.
+ * The ids of the jobs it saw an event of are added to `seen`.
  */
-export function applyFlowEvents(statuses: Map<string, JobStatus>, flowId: string, batch: readonly BoardEvent[]): { changed: boolean; unknown: boolean } {
+export function applyFlowEvents(
+  statuses: Map<string, JobStatus>,
+  flowId: string,
+  batch: readonly BoardEvent[],
+  seen?: Set<string>,
+): { changed: boolean; unknown: boolean } {
   let changed = false;
   let unknown = false;
   for (const ev of batch) {
     if (ev.flowId !== flowId) continue;
+    seen?.add(ev.jobId);
     const before = statuses.get(ev.jobId);
     if (before === undefined) {
       unknown ||= ev.type !== 'deleted';
