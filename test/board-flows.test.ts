@@ -111,6 +111,7 @@ describe('the board, for workflows', () => {
     await page.click(node(ids.merge));
     await page.waitForURL((u) => u.hash === `#/jobs/${ids.merge}`);
     await page.waitForSelector(tid('job-waiting-parents'));
+    // shown only once the parents are read: never a count of none
     expect(await page.innerText(tid('job-waiting-parents'))).toContain('waiting for 2 of 3 parents');
     for (const [i, status] of [[0, 'succeeded'], [1, 'running'], [2, 'running']] as const) {
       const parent = tid(`job-parent-${ids[`transform-${i}`]}`);
