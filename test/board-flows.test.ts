@@ -142,20 +142,23 @@ describe('the board, for workflows', () => {
       { ref: 'merge', kind: 'gather', dependsOn: parts.map((p) => p.ref) },
     ]);
     const ids = byRef(made);
-    const group = `flow-group-g${ids['part-0']}`;
+    // A group is named by its smallest job id.
+    const first = parts.map((p) => Number(ids[p.ref])).sort((a, b) => a - b)[0];
+    const group = `flow-group-g${first}`;
+    const toggle = tid(`flow-group-toggle-g${first}`);
     await rootGate.reached(1);
 
     const { page, problems, close } = await openBoard(browser, url, `#/flows/${made.flow.id}`);
     await page.waitForSelector(tid(group));
     expect(await page.getAttribute(tid(group), 'data-count')).toBe('300');
     expect(await page.getAttribute(tid(group), 'data-open')).toBe('false');
-    expect(await page.textContent(tid(`flow-group-toggle-g${ids['part-0']}`))).toContain('300 × echo');
+    expect(await page.textContent(toggle)).toContain('300 × echo');
     expect(await page.locator(`${tid('flow-graph')} a[data-testid^="flow-node-"]`).count()).toBe(2);
     expect(await page.locator(tid('flow-edge')).count()).toBe(2);
     const bar = await page.$$eval(`${tid(group)} rect.seg`, (rs) => rs.map((r) => [r.getAttribute('data-status'), r.getAttribute('data-count')]));
     expect(bar).toEqual([['blocked', '300']]);
 
-    await page.click(tid(`flow-group-toggle-g${ids['part-0']}`));
+    await page.click(toggle);
     await page.waitForSelector(`${tid(group)}[data-open="true"]`);
     await expect.poll(() => page.locator(`${tid('flow-graph')} a[data-testid^="flow-node-"]`).count()).toBe(302);
     expect(await page.getAttribute(node(ids['part-299']), 'data-status')).toBe('blocked');
