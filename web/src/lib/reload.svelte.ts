@@ -4,10 +4,10 @@
 // Call it while a component initialises: its effects live as long as the component.
 import { auth } from './auth.svelte';
 import { board } from './store.svelte';
-import { throttle } from './throttle';
+import { throttle, type Throttled } from './throttle';
 import type { BoardEvent } from './types';
 
-export function reloadOn(load: () => Promise<unknown>, changes: (batch: BoardEvent[]) => boolean, pollMs = 10_000): () => void {
+export function reloadOn(load: () => Promise<unknown>, changes: (batch: BoardEvent[]) => boolean, pollMs = 10_000): Throttled {
   const refresh = throttle(load, 1000);
   $effect(() => {
     void [auth.version, board.resyncs]; // the dependencies

@@ -1,4 +1,4 @@
-// Hash routes: #/ · #/jobs?queue=&status=&kind= · #/jobs/42 · #/queues/NAME · #/schedules · #/enqueue · #/workers · #/health
+// Hash routes: #/ · #/jobs?queue=&status=&kind= · #/jobs/42 · #/queues/NAME · #/flows?status= · #/flows/7 · #/schedules · #/enqueue · #/workers · #/health
 
 export type Route =
   | { name: 'overview' }
@@ -6,6 +6,8 @@ export type Route =
   | { name: 'job'; id: string }
   | { name: 'enqueue'; query: Record<string, string> }
   | { name: 'queue'; queue: string }
+  | { name: 'flows'; query: Record<string, string> }
+  | { name: 'flow'; id: string }
   | { name: 'schedules' }
   | { name: 'workers' }
   | { name: 'health' }
@@ -24,6 +26,9 @@ export function parseHash(hash: string): Route {
   if (m) return { name: 'job', id: decodeURIComponent(m[1]) };
   const q = /^\/queues\/([^/]+)$/.exec(path);
   if (q) return { name: 'queue', queue: decodeURIComponent(q[1]) };
+  if (path === '/flows') return { name: 'flows', query };
+  const f = /^\/flows\/([^/]+)$/.exec(path);
+  if (f) return { name: 'flow', id: decodeURIComponent(f[1]) };
   if (path === '/schedules') return { name: 'schedules' };
   if (path === '/enqueue') return { name: 'enqueue', query };
   if (path === '/workers') return { name: 'workers' };
@@ -41,3 +46,4 @@ export function href(path: string, query: Record<string, string | null | undefin
 
 export const jobHref = (id: string) => `#/jobs/${encodeURIComponent(id)}`;
 export const queueHref = (queue: string) => `#/queues/${encodeURIComponent(queue)}`;
+export const flowHref = (id: string) => `#/flows/${encodeURIComponent(id)}`;

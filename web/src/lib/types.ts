@@ -5,6 +5,7 @@
 import type { ApiJobEvent, Job, JobStatus, QueueCounts, QueueSettingsPatch } from 'herald/client';
 
 export type { Alert, BulkAction, EnqueueInput, EventType, Health, HistoryBucket, HistoryRange, Job, JobStatus, QueueCounts, QueueSettingsPatch, Schedule, WorkerInfo } from 'herald/client';
+export type { FlowInfo, FlowStatus, Relative } from 'herald/client';
 
 /** The buckets `GET /api/queues` counts: a queued job whose runAt is still ahead counts as `scheduled`. */
 export type CountBucket = Exclude<keyof QueueCounts, 'queue' | keyof QueueSettingsPatch | 'updatedBy' | 'updatedAt'>;
