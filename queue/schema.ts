@@ -219,23 +219,23 @@ export const jobEvents = herald.table(
   ],
 );
 
-// Jobs per queue, status and due minute, kept by statement triggers on jobs (see drizzle/0018):
-// GET /api/queues, /metrics and the history's depth sum these rows instead of counting jobs.
-// Each session adds its deltas to its own stripe (1-16), so concurrent writers seldom share a
-// row; the maintenance pass folds the stripes into stripe 0. `due` is the end of the minute of a
-// queued job's available_at (when every job of that minute is runnable), so the jobs scheduled
-// for later are the rows due after the current minute; -infinity for every other status, and
-// for queued minutes long past once folded.
+// Jobs per queue, status and minute, kept by statement triggers on jobs (drizzle/0018): GET
+// /api/queues, /metrics and the history's depth sum these rows instead of counting jobs. Each
+// session adds its deltas to its own stripe (1-16), so concurrent writers seldom share a row; the
+// maintenance pass folds the stripes into stripe 0. `minute` is the minute of a queued job's
+// available_at, so the jobs scheduled for later are those of the minutes after the current one
+// (and the rest of this one); -infinity for every other status, and for queued minutes already
+// past once folded.
 export const jobCounts = herald.table(
   'job_counts',
   {
     queue: text('queue').notNull(),
     status: jobStatus('status').notNull(),
-    due: tstz('due').notNull(),
+    minute: tstz('minute').notNull(),
     stripe: smallint('stripe').notNull(),
     n: bigint('n', { mode: 'number' }).notNull(),
   },
-  (t) => [primaryKey({ name: 'job_counts_pkey', columns: [t.queue, t.status, t.due, t.stripe] })],
+  (t) => [primaryKey({ name: 'job_counts_pkey', columns: [t.queue, t.status, t.minute, t.stripe] })],
 );
 
 // ---- workflows -------------------------------------------------------------------------------

@@ -10,22 +10,22 @@ import { statement } from './statement.ts';
 export const foldJobCounts = statement<[], { folded: number }>(
   'fold_job_counts',
   `
-WITH cur AS (SELECT herald.job_count_due('queued', now()) AS due),
+WITH cur AS (SELECT herald.job_count_minute('queued', now()) AS minute),
 moved AS (
   DELETE FROM herald.job_counts c
-  WHERE (c.queue, c.status, c.due, c.stripe) IN (
-    SELECT k.queue, k.status, k.due, k.stripe FROM herald.job_counts k CROSS JOIN cur
-    WHERE k.stripe <> 0 OR (k.due > '-infinity' AND k.due < cur.due)
+  WHERE (c.queue, c.status, c.minute, c.stripe) IN (
+    SELECT k.queue, k.status, k.minute, k.stripe FROM herald.job_counts k CROSS JOIN cur
+    WHERE k.stripe <> 0 OR (k.minute > '-infinity' AND k.minute < cur.minute)
     FOR UPDATE OF k SKIP LOCKED)
-  RETURNING c.queue, c.status, c.due, c.n
+  RETURNING c.queue, c.status, c.minute, c.n
 ),
 folded AS (
-  INSERT INTO herald.job_counts AS c (queue, status, due, stripe, n)
-  SELECT m.queue, m.status, CASE WHEN m.due < cur.due THEN '-infinity'::timestamptz ELSE m.due END, 0, sum(m.n)
+  INSERT INTO herald.job_counts AS c (queue, status, minute, stripe, n)
+  SELECT m.queue, m.status, CASE WHEN m.minute < cur.minute THEN '-infinity'::timestamptz ELSE m.minute END, 0, sum(m.n)
   FROM moved m CROSS JOIN cur
   GROUP BY 1, 2, 3
   ORDER BY 1, 2, 3
-  ON CONFLICT (queue, status, due, stripe) DO UPDATE SET n = c.n + excluded.n
+  ON CONFLICT (queue, status, minute, stripe) DO UPDATE SET n = c.n + excluded.n
 )
 SELECT count(*)::int AS folded FROM moved`,
 );

@@ -7,7 +7,7 @@ export const getJob = statement<[id: string], JobRow>('get', withWaitingFor(`row
 
 // Every queue that has jobs or settings, with its counts and settings. The counts are sums of
 // herald.job_counts (never a count of jobs): a queued job is scheduled when its runAt is still
-// ahead: every job of a minute due after the current one, plus those of the current minute still
+// ahead: every job of a later minute than the current one, plus those of the current minute still
 // ahead of now() (an index range of at most a minute's scheduled jobs, only where there are any).
 export const queueCounts = statement<
   [queue: string | null],
@@ -15,9 +15,9 @@ export const queueCounts = statement<
 >(
   'queue_counts',
   `
-WITH cur AS (SELECT herald.job_count_due('queued', now()) AS due),
+WITH cur AS (SELECT herald.job_count_minute('queued', now()) AS minute),
 sums AS (
-  SELECT k.queue, k.status, CASE WHEN k.due > cur.due THEN 1 WHEN k.due = cur.due THEN 0 ELSE -1 END AS bin, sum(k.n) AS n
+  SELECT k.queue, k.status, CASE WHEN k.minute > cur.minute THEN 1 WHEN k.minute = cur.minute THEN 0 ELSE -1 END AS bin, sum(k.n) AS n
   FROM herald.job_counts k CROSS JOIN cur
   WHERE $1::text IS NULL OR k.queue = $1
   GROUP BY 1, 2, 3
@@ -39,7 +39,7 @@ counts AS (
 split AS (
   SELECT c.*, c.later + CASE WHEN c.this_minute > 0 THEN (
            SELECT count(*)::int FROM herald.jobs j
-           WHERE j.status = 'queued' AND j.queue = c.queue AND j.available_at > now() AND j.available_at < cur.due)
+           WHERE j.status = 'queued' AND j.queue = c.queue AND j.available_at > now() AND j.available_at < cur.minute + interval '1 minute')
          ELSE 0 END AS scheduled
   FROM counts c CROSS JOIN cur
 )

@@ -4,11 +4,11 @@ CREATE OR REPLACE FUNCTION herald.jobs_counts_after_delete()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-  INSERT INTO herald.job_counts AS c (queue, status, due, stripe, n)
-  SELECT o.queue, o.status, herald.job_count_due(o.status, o.available_at), 1 + pg_backend_pid() % 16, -count(*)
+  INSERT INTO herald.job_counts AS c (queue, status, minute, stripe, n)
+  SELECT o.queue, o.status, herald.job_count_minute(o.status, o.available_at), 1 + pg_backend_pid() % 16, -count(*)
   FROM old_jobs o
   GROUP BY 1, 2, 3
   ORDER BY 1, 2, 3
-  ON CONFLICT (queue, status, due, stripe) DO UPDATE SET n = c.n + excluded.n;
+  ON CONFLICT (queue, status, minute, stripe) DO UPDATE SET n = c.n + excluded.n;
   RETURN NULL;
 END $function$

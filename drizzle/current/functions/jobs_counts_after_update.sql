@@ -4,14 +4,14 @@ CREATE OR REPLACE FUNCTION herald.jobs_counts_after_update()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-  INSERT INTO herald.job_counts AS c (queue, status, due, stripe, n)
-  SELECT d.queue, d.status, d.due, 1 + pg_backend_pid() % 16, sum(d.n)
-  FROM (SELECT o.queue, o.status, herald.job_count_due(o.status, o.available_at) AS due, -1 AS n FROM old_jobs o
+  INSERT INTO herald.job_counts AS c (queue, status, minute, stripe, n)
+  SELECT d.queue, d.status, d.minute, 1 + pg_backend_pid() % 16, sum(d.n)
+  FROM (SELECT o.queue, o.status, herald.job_count_minute(o.status, o.available_at) AS minute, -1 AS n FROM old_jobs o
         UNION ALL
-        SELECT n.queue, n.status, herald.job_count_due(n.status, n.available_at), 1 FROM new_jobs n) d
+        SELECT n.queue, n.status, herald.job_count_minute(n.status, n.available_at), 1 FROM new_jobs n) d
   GROUP BY 1, 2, 3
   HAVING sum(d.n) <> 0
   ORDER BY 1, 2, 3
-  ON CONFLICT (queue, status, due, stripe) DO UPDATE SET n = c.n + excluded.n;
+  ON CONFLICT (queue, status, minute, stripe) DO UPDATE SET n = c.n + excluded.n;
   RETURN NULL;
 END $function$
