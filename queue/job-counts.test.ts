@@ -211,6 +211,24 @@ describe('the fold', () => {
   });
 });
 
+describe('the stripes', () => {
+  it('let two sessions change the counts of one queue at once: neither waits for the other', async () => {
+    await q.enqueueMany(Array.from({ length: 4 }, () => ({ kind: 'send', queue: 'mail' })));
+    // Two sessions whose backends write different stripes (1 + pid % 16).
+    const a = await client();
+    const stripe = async (c: pg.Client) => 1 + ((await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid % 16);
+    let b = await client();
+    while ((await stripe(b)) === (await stripe(a))) b = await client();
+    await a.query('BEGIN');
+    await a.query(`UPDATE herald.jobs SET status = 'cancelled', finished_at = now() WHERE id = 1`);
+    // b moves a job of the same queue between the same statuses while a holds its rows: one
+    // counter row per queue and status would make it wait for a's commit, and this would hang.
+    await b.query(`UPDATE herald.jobs SET status = 'cancelled', finished_at = now() WHERE id = 2`);
+    await a.query('COMMIT');
+    await expectExact();
+  });
+});
+
 interface PlanNode {
   'Node Type': string;
   'Relation Name'?: string;
