@@ -4,8 +4,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
-import { createPool } from './database.ts';
-import { Queue } from './queue.ts';
+import type { Queue } from './queue.ts';
 import { dropEmptyJobCounts, foldJobCounts } from './sql/counts.ts';
 import { queueCounts } from './sql/reads.ts';
 
