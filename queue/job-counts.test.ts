@@ -4,6 +4,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
+import { lockWaitersReach } from '../test/support/lock-waiters.ts';
 import type { Queue } from './queue.ts';
 import { dropEmptyJobCounts, foldJobCounts } from './sql/counts.ts';
 import { queueCounts } from './sql/reads.ts';
@@ -159,18 +160,6 @@ describe('job counts', () => {
   });
 });
 
-/** Resolves once `n` sessions of this database wait for a lock. */
-async function waitersReach(n: number): Promise<void> {
-  await expect
-    .poll(async () => {
-      const { rows } = await db.pool.query(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-      );
-      return rows[0].n;
-    }, { timeout: 30_000 })
-    .toBe(n);
-}
-
 // Jobs of a fixed minute long past, so every write below lands on the same count row.
 const INSERT_OLD = `INSERT INTO herald.jobs (kind, queue, available_at) VALUES ('send', 'mail', '2000-01-01T00:00:30Z')`;
 
@@ -201,7 +190,7 @@ describe('the fold', () => {
     expect((await b.query(foldJobCounts.text)).rows[0].folded).toBeGreaterThan(0);
     // b deleted a's row (and holds it): a's next job waits for b's commit.
     const write = a.query(INSERT_OLD);
-    await waitersReach(1);
+    await lockWaitersReach(db.pool, 1);
     await b.query(dropEmptyJobCounts.text);
     await b.query('COMMIT');
     await write;
