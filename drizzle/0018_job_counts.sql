@@ -26,11 +26,14 @@ RETURN CASE WHEN status <> 'queued' THEN '-infinity'::timestamptz
 -- stripe (1-16; stripe 0 is the maintenance pass's), in key order, so two sessions rarely wait on
 -- one row and never lock two rows in opposite orders within a statement. A statement that moves no
 -- job between counts (a heartbeat, a progress report) writes nothing.
-CREATE FUNCTION herald.jobs_counts_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Insert and delete: every row of the statement (named `changed_jobs` by both triggers) counts +1
+-- or -1.
+CREATE FUNCTION herald.jobs_counts_after_insert_or_delete() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO herald.job_counts AS c (queue, status, minute, stripe, n)
-  SELECT n.queue, n.status, herald.job_count_minute(n.status, n.available_at), 1 + pg_backend_pid() % 16, count(*)
-  FROM new_jobs n
+  SELECT j.queue, j.status, herald.job_count_minute(j.status, j.available_at), 1 + pg_backend_pid() % 16,
+         CASE TG_OP WHEN 'DELETE' THEN -count(*) ELSE count(*) END
+  FROM changed_jobs j
   GROUP BY 1, 2, 3
   ORDER BY 1, 2, 3
   ON CONFLICT (queue, status, minute, stripe) DO UPDATE SET n = c.n + excluded.n;
@@ -51,17 +54,6 @@ BEGIN
   RETURN NULL;
 END $$;
 --> statement-breakpoint
-CREATE FUNCTION herald.jobs_counts_after_delete() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO herald.job_counts AS c (queue, status, minute, stripe, n)
-  SELECT o.queue, o.status, herald.job_count_minute(o.status, o.available_at), 1 + pg_backend_pid() % 16, -count(*)
-  FROM old_jobs o
-  GROUP BY 1, 2, 3
-  ORDER BY 1, 2, 3
-  ON CONFLICT (queue, status, minute, stripe) DO UPDATE SET n = c.n + excluded.n;
-  RETURN NULL;
-END $$;
---> statement-breakpoint
 -- TRUNCATE holds jobs exclusively: no other writer has an uncommitted count.
 CREATE FUNCTION herald.jobs_counts_after_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -70,13 +62,13 @@ BEGIN
 END $$;
 --> statement-breakpoint
 CREATE TRIGGER jobs_counts_after_insert AFTER INSERT ON herald.jobs
-  REFERENCING NEW TABLE AS new_jobs FOR EACH STATEMENT EXECUTE FUNCTION herald.jobs_counts_after_insert();
+  REFERENCING NEW TABLE AS changed_jobs FOR EACH STATEMENT EXECUTE FUNCTION herald.jobs_counts_after_insert_or_delete();
 --> statement-breakpoint
 CREATE TRIGGER jobs_counts_after_update AFTER UPDATE ON herald.jobs
   REFERENCING OLD TABLE AS old_jobs NEW TABLE AS new_jobs FOR EACH STATEMENT EXECUTE FUNCTION herald.jobs_counts_after_update();
 --> statement-breakpoint
 CREATE TRIGGER jobs_counts_after_delete AFTER DELETE ON herald.jobs
-  REFERENCING OLD TABLE AS old_jobs FOR EACH STATEMENT EXECUTE FUNCTION herald.jobs_counts_after_delete();
+  REFERENCING OLD TABLE AS changed_jobs FOR EACH STATEMENT EXECUTE FUNCTION herald.jobs_counts_after_insert_or_delete();
 --> statement-breakpoint
 CREATE TRIGGER jobs_counts_after_truncate AFTER TRUNCATE ON herald.jobs
   FOR EACH STATEMENT EXECUTE FUNCTION herald.jobs_counts_after_truncate();
