@@ -100,7 +100,7 @@ export class Queue {
   claimLimited(queue: string, req: Omit<ClaimRequest, 'queues'>) { return this.working.claimLimited(queue, req); }
   heldQueues() { return this.working.heldQueues(); }
   startGate() { return this.working.startGate(); }
-  nextRunAt(queues?: string[], capabilities?: string[], kinds?: string[]) { return this.working.nextRunAt(queues, capabilities, kinds); }
+  nextRunAt(queues?: string[], capabilities?: string[], kinds?: string[], sinceMs?: number) { return this.working.nextRunAt(queues, capabilities, kinds, sinceMs); }
   heartbeat(worker: string, leases: Lease[], leaseMs?: number) { return this.working.heartbeat(worker, leases, leaseMs); }
   progress(worker: string, lease: Lease, percent: number, message?: string | null) { return this.working.progress(worker, lease, percent, message); }
   complete(worker: string, done: (Lease & { result: unknown })[]) { return this.working.complete(worker, done); }

@@ -15,8 +15,11 @@ export interface ClaimerOptions {
   freeSlots(): number;
   /** Claims up to `limit` jobs and starts them; returns how many it got. */
   claim(limit: number): Promise<number>;
-  /** When the next scheduled job this worker could take becomes runnable (epoch ms), or null. */
-  nextRunAt(): Promise<number | null>;
+  /**
+   * When the next scheduled job this worker could take becomes runnable (epoch ms), or null; jobs
+   * that became runnable in the last `sinceMs` count too (the claim that just came back began then).
+   */
+  nextRunAt(sinceMs: number): Promise<number | null>;
 }
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -114,7 +117,8 @@ export class Claimer {
       this.reason = 'full batch';
       this.wanted = true;
     } else if (!this.wanted) {
-      this.opts.nextRunAt().then(
+      // Reaching back to the claim's start: a job that became runnable while it ran is not left behind.
+      this.opts.nextRunAt(performance.now() - t0 + 1).then(
         (at) => at !== null && this.dueAtTime(at),
         (err) => log.warn({ err: (err as Error).message }, 'could not read the next scheduled time'),
       );

@@ -198,7 +198,7 @@ export class Worker {
         if (Date.now() - this.heldReadAt > pollMs) await this.refreshHeld();
         return round.run(limit);
       },
-      nextRunAt: async () => (await this.work.nextRunAt(queues, capabilities, kinds))?.getTime() ?? null,
+      nextRunAt: async (sinceMs) => (await this.work.nextRunAt(queues, capabilities, kinds, sinceMs))?.getTime() ?? null,
     });
     this.leases = new LeaseKeeper({
       work: this.work,

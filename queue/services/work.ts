@@ -103,9 +103,13 @@ export class WorkService {
     return (await this.db.run(startGate, [])).rows[0];
   }
 
-  /** When the next scheduled job for these queues becomes runnable, or null. */
-  async nextRunAt(queues?: string[], capabilities: string[] = [], kinds?: string[]): Promise<Date | null> {
-    const { rows } = await this.db.run(nextRunAt, [queues?.length ? queues : null, capabilities, kinds ?? null]);
+  /**
+   * When the next scheduled job for these queues becomes runnable, or null. `sinceMs` also counts
+   * jobs that became runnable up to that long ago (their time is past): those a claim that began
+   * then may have missed.
+   */
+  async nextRunAt(queues?: string[], capabilities: string[] = [], kinds?: string[], sinceMs = 0): Promise<Date | null> {
+    const { rows } = await this.db.run(nextRunAt, [queues?.length ? queues : null, capabilities, kinds ?? null, sinceMs]);
     return rows[0]?.at_ms == null ? null : new Date(rows[0].at_ms);
   }
 

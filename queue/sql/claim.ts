@@ -79,13 +79,19 @@ ${TAKE_PICKED}`,
 
 // When the next scheduled job of these queues becomes runnable, so an idle worker sleeps until then.
 // In epoch ms rounded UP: a timer set to a rounded-down time would fire a moment early, find the
-// job not yet runnable, and then no longer see it as scheduled either.
-export const nextRunAt = statement<[queues: string[] | null, capabilities: string[], kinds: string[] | null], { at_ms: number | null }>(
+// job not yet runnable, and then no longer see it as scheduled either. $4 reaches back that many ms:
+// a job that became runnable after the claim before this looked, but before this statement, is
+// still reported (its time is past, so the worker claims again at once). Without it, a timer that
+// fires a moment early (a busy event loop) left that job to the next poll.
+export const nextRunAt = statement<
+  [queues: string[] | null, capabilities: string[], kinds: string[] | null, sinceMs: number],
+  { at_ms: number | null }
+>(
   'next_run_at',
   `
 SELECT ceil(extract(epoch FROM min(available_at)) * 1000)::float8 AS at_ms
 FROM herald.jobs
-WHERE status = 'queued' AND available_at > now()
+WHERE status = 'queued' AND available_at > now() - make_interval(secs => $4::float8 / 1000)
   AND ($1::text[] IS NULL OR queue = ANY($1::text[]))
   AND (requires = '{}' OR requires <@ $2::text[])
   AND ($3::text[] IS NULL OR kind = ANY($3::text[]))`,

@@ -155,18 +155,22 @@ export class StreamSession implements Subscriber, Flushable {
   private pump(): void {
     if (this.closed || this.waitingForDrain) return;
     const raw = this.reply.raw;
-    raw.cork();
-    while (this.head < this.pending.length && !raw.writableNeedDrain) {
-      const m = this.pending[this.head]!;
-      this.pending[this.head++] = undefined;
-      this.bytes -= m.bytes;
-      if (this.skipThrough) {
-        if (compareMessage(m, this.skipThrough) <= 0) continue;
-        this.skipThrough = null;
+    // Uncorking may hand everything to the socket at once and clear the back-pressure without a
+    // 'drain' event (Node 22 and later do): write on until the socket really pushes back.
+    do {
+      raw.cork();
+      while (this.head < this.pending.length && !raw.writableNeedDrain) {
+        const m = this.pending[this.head]!;
+        this.pending[this.head++] = undefined;
+        this.bytes -= m.bytes;
+        if (this.skipThrough) {
+          if (compareMessage(m, this.skipThrough) <= 0) continue;
+          this.skipThrough = null;
+        }
+        raw.write(m.frame);
       }
-      raw.write(m.frame);
-    }
-    raw.uncork();
+      raw.uncork();
+    } while (this.head < this.pending.length && !raw.writableNeedDrain);
     if (this.head === this.pending.length) {
       this.pending = [];
       this.head = 0;
