@@ -11,6 +11,8 @@
 // Sizes: BENCH_JOBS (20000), BENCH_LATENCY_COUNT (300), BENCH_LATENCY_INTERVAL_MS (10).
 // `npm run bench -- --flows`: workflow creation and child start latency (flows.ts).
 // `npm run bench -- --sse`: POST → every SSE client at 1, 10, 100 and 1,000 clients (server-sse-latency.ts).
+// `npm run bench -- --counts`: the counting replies (GET /api/queues, a PATCH reply, /metrics) and
+// listings that match nothing, at 1M jobs in 100 queues (counts.ts).
 // `--producers`: 64 sessions inserting single jobs over SQL, herald.jobs against a table of the
 // same shape with no trigger (producers.ts).
 import os from 'node:os';
@@ -18,6 +20,7 @@ import pg from 'pg';
 import { openDatabase, withDatabase } from '../queue/database.ts';
 import herald from './herald.ts';
 import { searchBench } from './search.ts';
+import { countsBench } from './counts.ts';
 import { flowsBench } from './flows.ts';
 import { peers } from './peers/index.ts';
 import { benchDbName } from './peers/harness.ts';
@@ -44,7 +47,7 @@ function envInt(name: string, fallback: number): number {
 
 function parseArgs(argv: string[]) {
   const args = {
-    json: false, depth: false, http: false, sse: false, search: false, producers: false, flows: false,
+    json: false, depth: false, http: false, sse: false, search: false, producers: false, flows: false, counts: false,
     rounds: 3, only: undefined as string[] | undefined, commits: [...COMMITS] as Commit[],
   };
   for (let i = 0; i < argv.length; i++) {
@@ -54,6 +57,7 @@ function parseArgs(argv: string[]) {
     else if (a === '--http') args.http = true;
     else if (a === '--search') args.search = true;
     else if (a === '--flows') args.flows = true;
+    else if (a === '--counts') args.counts = true;
     else if (a === '--rounds') args.rounds = Number(argv[++i]);
     else if (a === '--only') args.only = argv[++i].split(',');
     else if (a === '--sse') args.sse = true;
@@ -62,7 +66,7 @@ function parseArgs(argv: string[]) {
       const c = argv[++i];
       args.commits = c === 'both' ? [...COMMITS] : COMMITS.filter((x) => x === c);
       if (!args.commits.length) throw new Error('--commit must be sync, async or both');
-    } else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --http | --sse | --search | --producers | --flows | --rounds N --only herald,sql,... --commit sync|async|both]`);
+    } else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --http | --sse | --search | --producers | --flows | --counts | --rounds N --only herald,sql,... --commit sync|async|both]`);
   }
   if (!Number.isInteger(args.rounds) || args.rounds < 1) throw new Error('--rounds must be a positive integer');
   return args;
@@ -106,7 +110,7 @@ async function main() {
 
   const db = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: process.env.HERALD_DATA_DIR || '.herald' });
   const adminUrl = withDatabase(db.url, 'postgres');
-  if (args.depth || args.http || args.search || args.producers || args.flows) {
+  if (args.depth || args.http || args.search || args.producers || args.flows || args.counts) {
     try {
       if (args.depth) await depthBench(adminUrl, args.json, say);
       else if (args.producers) await producersBench(adminUrl, args.rounds, args.json, say);
@@ -115,6 +119,11 @@ async function main() {
         say(`Herald flows bench: PostgreSQL ${await serverVersion(adminUrl)}`);
         const result = await flowsBench(await freshDatabase(adminUrl, benchDbName('flows')), say);
         process.stdout.write(`${JSON.stringify({ flows: result }, null, args.json ? undefined : 2)}\n`);
+      } else if (args.counts) {
+        say(`Herald counts bench: PostgreSQL ${await serverVersion(adminUrl)}`);
+        const result = await countsBench(await freshDatabase(adminUrl, benchDbName('counts')), say);
+        process.stdout.write(`${JSON.stringify({ counts: result }, null, args.json ? undefined : 2)}\n`);
+        await dropDatabase(adminUrl, benchDbName('counts'));
       } else {
         const result = await searchBench(await freshDatabase(adminUrl, benchDbName('search')), say);
         process.stdout.write(`${JSON.stringify({ search: result }, null, args.json ? undefined : 2)}\n`);

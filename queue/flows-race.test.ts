@@ -4,6 +4,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
+import { lockWaitersReach } from '../test/support/lock-waiters.ts';
 import { createPool } from './database.ts';
 import { Queue } from './queue.ts';
 
@@ -36,18 +37,6 @@ async function client(): Promise<pg.Client> {
   return c;
 }
 
-/** Resolves once `n` sessions of this database wait for a lock. */
-async function waitersReach(n: number): Promise<void> {
-  await expect
-    .poll(async () => {
-      const { rows } = await db.pool.query(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-      );
-      return rows[0].n;
-    }, { timeout: 30_000 })
-    .toBe(n);
-}
-
 const types = async (id: string) => (await q.events(id)).map((e) => e.type);
 
 describe('two parents ending at once', () => {
@@ -68,7 +57,7 @@ describe('two parents ending at once', () => {
       session().complete('w', [{ id: a.id, attempt: a.attempt, result: 'a' }]),
       session().complete('w', [{ id: b.id, attempt: b.attempt, result: 'b' }]),
     ];
-    await waitersReach(2);
+    await lockWaitersReach(db.pool, 2);
     // Both parents are written (uncommitted) now. A count read before the lock (each sees the
     // other parent still running) would leave the child blocked for ever; a recount under the
     // lock sees the other commit.
@@ -97,7 +86,7 @@ describe('two parents ending at once', () => {
       session().complete('w', [{ id: ok.id, attempt: ok.attempt, result: null }]),
       session().fail('w', [{ id: bad.id, attempt: bad.attempt, error: new Error('no'), final: true }]),
     ];
-    await waitersReach(2);
+    await lockWaitersReach(db.pool, 2);
     await holder.query('COMMIT');
     await holder.end();
     await Promise.all(ends);
@@ -119,7 +108,7 @@ describe('a child added while its parent ends', () => {
       [p.id, p.attempt],
     );
     const adding = session().enqueue({ kind: 'c', dependsOn: [parent.id] });
-    await waitersReach(1);
+    await lockWaitersReach(db.pool, 1);
     await finisher.query('COMMIT');
     await finisher.end();
     const { job } = await adding;
@@ -135,7 +124,7 @@ describe('a child added while its parent ends', () => {
     await adder.query('BEGIN');
     await adder.query('SELECT 1 FROM herald.jobs WHERE id = $1 FOR UPDATE', [parent.id]);
     const ending = session().complete('w', [{ id: p.id, attempt: p.attempt, result: 1 }]);
-    await waitersReach(1);
+    await lockWaitersReach(db.pool, 1);
     const { rows } = await adder.query(
       `INSERT INTO herald.jobs (kind, status, on_parent_failure) VALUES ('c', 'blocked', 'cancel') RETURNING id::text AS id`,
     );

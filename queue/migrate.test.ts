@@ -66,6 +66,19 @@ async function scheduledWakeUp(url: string, queueName: string): Promise<string> 
   }
 }
 
+/** A folder with drizzle/'s migrations before the one whose tag starts with `tag`. */
+function migrationsBefore(tag: string): string {
+  const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as { entries: { tag: string }[] };
+  const upTo = journal.entries.findIndex((e) => e.tag.startsWith(tag));
+  expect(upTo).toBeGreaterThan(0);
+  const old = fs.mkdtempSync(path.join(fs.realpathSync(process.env.TMPDIR ?? '/tmp'), 'herald-migrations-'));
+  fs.mkdirSync(path.join(old, 'meta'));
+  const entries = journal.entries.slice(0, upTo);
+  for (const e of entries) fs.copyFileSync(path.join(MIGRATIONS_DIR, `${e.tag}.sql`), path.join(old, `${e.tag}.sql`));
+  fs.writeFileSync(path.join(old, 'meta', '_journal.json'), JSON.stringify({ ...journal, entries }));
+  return old;
+}
+
 describe('migrate', () => {
   it('applies once when four run at the same time, and again is a no-op', async () => {
     const url = await freshDatabase('migrate');
@@ -74,7 +87,7 @@ describe('migrate', () => {
     const rows = await query(url, `
       SELECT (SELECT count(*)::int FROM drizzle.__drizzle_migrations) AS applied,
              (SELECT array_agg(tgname::text ORDER BY tgname) FROM pg_trigger WHERE NOT tgisinternal) AS triggers`);
-    expect(rows[0]).toEqual({ applied: HEAD, triggers: ['job_events_after_insert', 'jobs_after_delete', 'jobs_after_insert', 'jobs_after_update', 'queues_after_change', 'schedules_after_change'] });
+    expect(rows[0]).toEqual({ applied: HEAD, triggers: ['job_events_after_insert', 'jobs_after_delete', 'jobs_after_insert', 'jobs_after_update', 'jobs_counts_after_delete', 'jobs_counts_after_insert', 'jobs_counts_after_truncate', 'jobs_counts_after_update', 'queues_after_change', 'schedules_after_change'] });
   });
 
   it('upgrades a database made by the first landed migrations to head, keeping its jobs and events', async () => {
@@ -142,14 +155,7 @@ describe('migrate', () => {
 
   it('upgrades queue settings made before their changes were attributed: kept, with updatedBy null', async () => {
     // drizzle/ up to 0010 (the last migration before updated_by), in a folder of its own.
-    const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as { entries: { tag: string }[] };
-    const upTo = journal.entries.findIndex((e) => e.tag.startsWith('0011_'));
-    expect(upTo).toBeGreaterThan(0);
-    const old = fs.mkdtempSync(path.join(fs.realpathSync(process.env.TMPDIR ?? '/tmp'), 'herald-migrations-'));
-    fs.mkdirSync(path.join(old, 'meta'));
-    const entries = journal.entries.slice(0, upTo);
-    for (const e of entries) fs.copyFileSync(path.join(MIGRATIONS_DIR, `${e.tag}.sql`), path.join(old, `${e.tag}.sql`));
-    fs.writeFileSync(path.join(old, 'meta', '_journal.json'), JSON.stringify({ ...journal, entries }));
+    const old = migrationsBefore('0011_');
 
     const url = await freshDatabase('settings');
     const pool = createPool(url, { max: 2 });
@@ -165,6 +171,41 @@ describe('migrate', () => {
       expect(await new Queue(pool).patchQueue('mail', { paused: false }, { role: 'admin', label: 'alice' })).toMatchObject({
         paused: false, concurrency: 3, updatedBy: { role: 'admin', label: 'alice' },
       });
+    } finally {
+      await pool.end();
+      fs.rmSync(old, { recursive: true, force: true });
+    }
+  });
+  it('upgrades jobs made before job counts: counted in place, every status, scheduled apart', async () => {
+    const old = migrationsBefore('0018_');
+    const url = await freshDatabase('counts');
+    const pool = createPool(url, { max: 2 });
+    const queue = new Queue(pool);
+    try {
+      await migrate(url, old);
+      // Every status; queued jobs due long ago, now and in two hours.
+      await query(url, `
+        INSERT INTO herald.jobs (kind, queue, status, attempt, available_at, started_at, finished_at, locked_by, lease_expires_at) VALUES
+          ('a', 'mail', 'queued', 0, now() - interval '2 hours', NULL, NULL, NULL, NULL),
+          ('a', 'mail', 'queued', 0, now(), NULL, NULL, NULL, NULL),
+          ('a', 'mail', 'queued', 0, now() + interval '2 hours', NULL, NULL, NULL, NULL),
+          ('a', 'mail', 'running', 1, now(), now(), NULL, 'w:1:x', now() + interval '1 hour'),
+          ('a', 'mail', 'succeeded', 1, now(), now(), now(), NULL, NULL),
+          ('a', 'mail', 'failed', 1, now(), now(), now(), NULL, NULL),
+          ('a', 'mail', 'cancelled', 0, now(), NULL, now(), NULL, NULL),
+          ('a', 'mail', 'blocked', 0, now(), NULL, NULL, NULL, NULL),
+          ('b', 'images', 'succeeded', 1, now(), now(), now(), NULL, NULL)`);
+      await migrate(url);
+      const counted = `SELECT queue, status::text, count(*)::int AS n FROM herald.jobs GROUP BY 1, 2 ORDER BY 1, 2`;
+      const kept = `SELECT queue, status::text, sum(n)::int AS n FROM herald.job_counts GROUP BY 1, 2 HAVING sum(n) <> 0 ORDER BY 1, 2`;
+      expect(await query(url, kept)).toEqual(await query(url, counted));
+      expect(await queue.counts()).toEqual([
+        expect.objectContaining({ queue: 'images', queued: 0, scheduled: 0, succeeded: 1 }),
+        expect.objectContaining({ queue: 'mail', queued: 2, scheduled: 1, running: 1, succeeded: 1, failed: 1, cancelled: 1, blocked: 1 }),
+      ]);
+      // The triggers count from here on: the running job finishes.
+      expect(await queue.complete('w:1:x', [{ id: '4', attempt: 1, result: null }])).toEqual([]);
+      expect(await query(url, kept)).toEqual(await query(url, counted));
     } finally {
       await pool.end();
       fs.rmSync(old, { recursive: true, force: true });

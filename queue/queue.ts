@@ -129,6 +129,7 @@ export class Queue {
   pruneWorkers() { return this.maintaining.pruneWorkers(); }
   cleanup(olderThanMs: number, batchSize?: number) { return this.maintaining.cleanup(olderThanMs, batchSize); }
   rollupHistory(batchSize?: number) { return this.maintaining.rollupHistory(batchSize); }
+  foldCounts() { return this.maintaining.foldCounts(); }
 
   // ---- the worker registry (services/registry.ts) ----
   registerWorker(w: WorkerRegistration) { return this.registry.registerWorker(w); }

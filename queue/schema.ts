@@ -174,6 +174,11 @@ export const jobs = herald.table(
     index('jobs_finished').on(t.finishedAt).where(sql`${t.status} IN ('succeeded', 'failed', 'cancelled')`),
     // Listing newest first, by queue.
     index('jobs_queue_id').on(t.queue, t.id.desc()),
+    // Listing by status (and queue): the statuses no partial index below covers, so a status with
+    // no match is one probe. Queued and running rows stay out, so claims never write it.
+    index('jobs_status_queue').on(t.status, t.queue, t.id.desc()).where(sql`${t.status} NOT IN ('queued', 'running')`),
+    // Listing by kind (and queue).
+    index('jobs_kind_queue').on(t.kind, t.queue, t.id.desc()),
     // Running jobs by queue and group: what the limits of a queue count.
     index('jobs_running_queue').on(t.queue, t.group).where(sql`${t.status} = 'running'`),
     // The expiry pass: only jobs that have an expireAt, while they wait.
@@ -212,6 +217,25 @@ export const jobEvents = herald.table(
     primaryKey({ name: 'job_events_pkey', columns: [t.tx, t.id] }),
     index('job_events_job').on(t.jobId),
   ],
+);
+
+// Jobs per queue, status and minute, kept by statement triggers on jobs (drizzle/0018): GET
+// /api/queues, /metrics and the history's depth sum these rows instead of counting jobs. Each
+// session adds its deltas to its own stripe (1-16), so concurrent writers seldom share a row; the
+// maintenance pass folds the stripes into stripe 0. `minute` is the minute of a queued job's
+// available_at, so the jobs scheduled for later are those of the minutes after the current one
+// (and the rest of this one); -infinity for every other status, and for queued minutes already
+// past once folded.
+export const jobCounts = herald.table(
+  'job_counts',
+  {
+    queue: text('queue').notNull(),
+    status: jobStatus('status').notNull(),
+    minute: tstz('minute').notNull(),
+    stripe: smallint('stripe').notNull(),
+    n: bigint('n', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ name: 'job_counts_pkey', columns: [t.queue, t.status, t.minute, t.stripe] })],
 );
 
 // ---- workflows -------------------------------------------------------------------------------

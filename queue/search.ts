@@ -60,7 +60,7 @@ function likeSubstring(s: string): string {
 export function filterValues(f: JobFilter): FilterParams {
   return [
     f.queue ?? null,
-    f.status ?? null,
+    f.status === 'scheduled' ? 'queued' : (f.status ?? null),
     f.kind ?? null,
     payloadJson(f.payload),
     f.error === undefined ? null : likeSubstring(f.error),
@@ -69,5 +69,6 @@ export function filterValues(f: JobFilter): FilterParams {
     f.group ?? null,
     f.tag ?? null,
     f.flow ?? null,
+    f.status === 'scheduled',
   ];
 }

@@ -4,6 +4,7 @@
 import { DEFAULTS } from '../defaults.ts';
 import type { JobStatus } from '../schema.ts';
 import { deleteFinishedJobs } from '../sql/cleanup.ts';
+import { dropEmptyJobCounts, foldJobCounts } from '../sql/counts.ts';
 import { expireJobs } from '../sql/expire.ts';
 import { lockHistory, pruneHistory, recordDepth, rollupEvents } from '../sql/history.ts';
 import { markOrphans, reapJobs } from '../sql/reap.ts';
@@ -53,8 +54,18 @@ export class MaintainService {
   }
 
   /**
-   * Rolls new events up into per-minute queue history, records each queue's depth for this
-   * minute and drops history past 30 days. One process at a time: returns null at once when
+   * Folds the job counts' stripes into one row per queue, status and minute (see
+   * queue/sql/counts.ts), and drops rows that count nothing. Returns how many rows it folded.
+   */
+  async foldCounts(c?: Executor): Promise<number> {
+    const folded = (await this.db.run(foldJobCounts, [], c)).rows[0].folded;
+    await this.db.run(dropEmptyJobCounts, [], c);
+    return folded;
+  }
+
+  /**
+   * Rolls new events up into per-minute queue history, folds the job counts, records each
+   * queue's depth for this minute and drops history past 30 days. One process at a time: returns null at once when
    * another holds the rollup, else how many events it added. Each step is its own short
    * transaction (see rollupEvents): the event stream waits on any open transaction that has
    * written, so none of these may count a large table while holding one.
@@ -70,6 +81,7 @@ export class MaintainService {
       total += n;
       if (n < batchSize) break;
     }
+    await locked((c) => this.foldCounts(c));
     await locked((c) => db.run(recordDepth, [], c));
     await locked((c) => db.run(pruneHistory, [DEFAULTS.historyRetentionMs], c));
     return total;

@@ -67,14 +67,14 @@ SELECT count(*)::int AS n FROM ev`,
 );
 
 /**
- * Queued jobs per queue now, written as the current minute's depth (the last write in a
- * minute wins). Queues with history in the last hour get a 0 when nothing is queued.
+ * Queued jobs per queue now (summed from herald.job_counts), written as the current minute's
+ * depth (the last write in a minute wins). Queues with history in the last hour get a 0 when nothing is queued.
  */
 export const recordDepth = statement<[]>(
   'history_depth',
   `
 WITH queued AS (
-  SELECT queue, count(*)::int AS n FROM herald.jobs WHERE status = 'queued' GROUP BY queue
+  SELECT queue, sum(n)::int AS n FROM herald.job_counts WHERE status = 'queued' GROUP BY queue HAVING sum(n) > 0
 ),
 queues AS (
   SELECT queue FROM queued

@@ -14,8 +14,8 @@ import { statement } from './statement.ts';
 
 const JOB_FILTER = `
       ($1::text IS NULL OR j.queue = $1)
-  AND ($2::text IS NULL OR j.status = (CASE WHEN $2 = 'scheduled' THEN 'queued' ELSE $2 END)::herald.job_status)
-  AND ($2::text IS DISTINCT FROM 'scheduled' OR j.available_at > now())
+  AND ($2::herald.job_status IS NULL OR j.status = $2)
+  AND (NOT $11::boolean OR j.available_at > now())
   AND ($3::text IS NULL OR j.kind = $3)
   AND ($4::jsonb IS NULL OR j.payload @> $4)
   AND ($5::text IS NULL OR j.last_error->>'message' ILIKE $5)
@@ -28,8 +28,11 @@ const JOB_FILTER = `
 /** The filter's parameters, in JOB_FILTER's order: payload as JSON text, error as an ILIKE pattern, times as ISO. */
 export type FilterParams = [
   queue: string | null,
-  /** A job status, or 'scheduled': queued with a runAt still ahead (what GET /api/queues counts apart). */
-  status: JobStatus | 'scheduled' | null,
+  /**
+   * A job status ('queued' for scheduled). Typed as the enum, so the planner sees the value
+   * itself: its statistics, and the partial indexes whose predicate it implies.
+   */
+  status: JobStatus | null,
   kind: string | null,
   payloadJson: string | null,
   errorPattern: string | null,
@@ -38,8 +41,10 @@ export type FilterParams = [
   group: string | null,
   tag: string | null,
   flow: string | null,
+  /** Only queued jobs whose runAt is still ahead (what GET /api/queues counts as scheduled). */
+  scheduled: boolean,
 ];
-const FILTER_PARAMS = 10;
+const FILTER_PARAMS = 11;
 const p = (n: number) => `$${FILTER_PARAMS + n}`;
 
 const unprepared = { prepare: false } as const;
