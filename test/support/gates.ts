@@ -17,9 +17,12 @@ export interface Gate {
   open(step?: number): void;
   /** Resolves once the task is waiting at `step` (it has reported every step before it). */
   reached(step: number): Promise<void>;
+  /** How many times a task came to step 1: each run of the job (each attempt) comes once. */
+  readonly starts: number;
 }
 
 interface GateState {
+  starts: number;
   opened: number;
   waiting: number;
   held: { step: number; res: http.ServerResponse }[];
@@ -44,7 +47,7 @@ export class Gates {
 
   create(): Gate {
     const name = `g${++this.next}`;
-    const state: GateState = { opened: 0, waiting: 0, held: [], watchers: [] };
+    const state: GateState = { starts: 0, opened: 0, waiting: 0, held: [], watchers: [] };
     this.gates.set(name, state);
     return {
       url: `${this.base}/${name}`,
@@ -54,6 +57,9 @@ export class Gates {
       },
       reached: (step) =>
         state.waiting >= step ? Promise.resolve() : new Promise((resolve) => state.watchers.push({ step, resolve })),
+      get starts() {
+        return state.starts;
+      },
     };
   }
 
@@ -65,6 +71,7 @@ export class Gates {
       res.writeHead(404).end(`no gate ${req.url}`);
       return;
     }
+    if (step === 1) state.starts++;
     state.waiting = Math.max(state.waiting, step);
     state.watchers = state.watchers.filter((w) => (w.step <= state.waiting ? (w.resolve(), false) : true));
     if (step <= state.opened) {

@@ -1,68 +1,17 @@
 // Chaos: 10,000 jobs through 3 worker processes while a driver SIGKILLs workers, cuts the
 // listener connections and restarts PostgreSQL. Nothing may be lost or done twice, and an SSE
 // client that rode through it all must hold every event exactly once.
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startEmbedded, type EmbeddedPostgres } from '../../queue/embedded.ts';
 import { migrate } from '../../queue/migrate.ts';
 import { spawnHerald, type HeraldProcess } from '../support/herald-process.ts';
-import { withDatabase } from '../../queue/database.ts';
+import { ownCluster } from './cluster.ts';
 import { StreamRecorder, sleep, startServer, waitUntil } from './support.ts';
 import { writeReport } from './report.ts';
 
 const JOBS = 10_000;
 const WORKERS = 3;
 const SLOTS = 10;
-
-// The cluster this test may restart: its own embedded one, or the DATABASE_URL server via pg_ctlcluster.
-interface Cluster {
-  url: string;
-  restart(): Promise<void>;
-  close(): Promise<void>;
-}
-
-async function ownCluster(): Promise<Cluster> {
-  const external = process.env.DATABASE_URL;
-  if (external) {
-    const admin = new pg.Client({ connectionString: external });
-    await admin.connect();
-    await admin.query('DROP DATABASE IF EXISTS herald_chaos WITH (FORCE)');
-    await admin.query('CREATE DATABASE herald_chaos');
-    const { rows } = await admin.query(`SELECT current_setting('server_version_num')::int / 10000 AS major`);
-    await admin.end();
-    return {
-      url: withDatabase(external, 'herald_chaos'),
-      async restart() {
-        execFileSync('pg_ctlcluster', ['--skip-systemctl-redirect', String(rows[0].major), 'main', 'restart', '-m', 'fast']);
-      },
-      async close() {
-        const c = new pg.Client({ connectionString: external });
-        await c.connect();
-        await c.query('DROP DATABASE IF EXISTS herald_chaos WITH (FORCE)');
-        await c.end();
-      },
-    };
-  }
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-chaos-'));
-  fs.chmodSync(dir, 0o755);
-  let pgInstance: EmbeddedPostgres = await startEmbedded(dir, { database: 'herald_chaos' });
-  const port = pgInstance.port;
-  return {
-    url: pgInstance.url,
-    async restart() {
-      await pgInstance.stop();
-      pgInstance = await startEmbedded(dir, { database: 'herald_chaos', port });
-    },
-    async close() {
-      await pgInstance.stop();
-      fs.rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
 
 const procs = new Set<HeraldProcess>();
 afterAll(async () => {
@@ -71,7 +20,7 @@ afterAll(async () => {
 
 describe('chaos', () => {
   it('runs every job to success exactly once through kills, cut listeners and a PostgreSQL restart', async () => {
-    const cluster = await ownCluster();
+    const cluster = await ownCluster('herald_chaos');
     try {
       await migrate(cluster.url);
       const pool = new pg.Pool({ connectionString: cluster.url, max: 2 });
