@@ -148,7 +148,9 @@ describe('chaos', () => {
       expect(disagree).toEqual([]);
 
       const { rows: all } = await pool.query(`SELECT e.id::text AS id FROM herald.job_events e ORDER BY e.id`);
-      await waitFor(() => recorder.events.length >= all.length, { what: `the SSE client to catch up (${all.length} events)`, timeoutMs: 120_000 });
+      await waitFor(() => recorder.events.length >= all.length, { what: `the SSE client to catch up (${all.length} events)`, timeoutMs: 120_000 }).catch((err) => {
+        throw new Error(`${err.message}: it has ${recorder.events.length}, after ${recorder.reconnects} reconnects; the server said:\n${server.proc.tail(30)}`);
+      });
       // A moment more: a duplicate sent after the last expected event would show up below.
       await sleep(500);
       await recorder.stop();
