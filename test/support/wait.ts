@@ -4,7 +4,7 @@
 export interface WaitOptions {
   /** What the test waits for, as the timeout's error message says it. */
   what: string;
-  /** Safety net only; the default leaves a loaded machine plenty of room. */
+  /** Safety net only; the default leaves a loaded machine plenty of room, and ends before a test's own 60 s timeout. */
   timeoutMs?: number;
   /** How often the condition is checked. */
   everyMs?: number;
@@ -12,7 +12,7 @@ export interface WaitOptions {
 
 /** Resolves with the condition's first truthy value; rejects naming `what` if none comes in time. */
 export async function waitFor<T>(fn: () => T | Promise<T>, opts: WaitOptions): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
-  const { what, timeoutMs = 30_000, everyMs = 25 } = opts;
+  const { what, timeoutMs = 50_000, everyMs = 25 } = opts;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
