@@ -4,7 +4,7 @@
 // its connections, and holds the new ones until a reaper has had its look at the missing lock.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { workerTestContext } from './fixtures/worker-process.ts';
-import { GATED_TASKS_DIR, Gates } from './support/gates.ts';
+import { GATED_TASKS_DIR, Gates, finishesOnFirstAttempt } from './support/gates.ts';
 import { TcpProxy } from './support/tcp-proxy.ts';
 import { waitFor } from './support/wait.ts';
 
@@ -51,17 +51,5 @@ it('a worker whose connections are all cut once keeps its job: it finishes on th
     const { rows } = await db.pool.query(`SELECT lease_expires_at > now() + interval '5 seconds' AS long FROM herald.jobs WHERE id = $1`, [job.id]);
     return rows[0].long;
   }, { what: 'the lease to be renewed' });
-  gate.open();
-  const done = await waitFor(async () => {
-    const j = await db.queue.get(job.id);
-    return j?.status === 'succeeded' ? j : null;
-  }, { what: 'the job to finish' });
-  expect(done.attempt).toBe(1);
-  const events = await db.queue.events(job.id);
-  expect(events.map((e) => [e.type, e.attempt, e.worker])).toEqual([
-    ['enqueued', 0, null],
-    ['claimed', 1, blipped.id],
-    ['progress', 1, blipped.id],
-    ['succeeded', 1, blipped.id],
-  ]);
+  await finishesOnFirstAttempt(db.queue, gate, job.id, blipped.id);
 });

@@ -6,6 +6,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
+import type { Queue } from '../../queue/queue.ts';
+import { waitFor } from './wait.ts';
 
 /** `--tasks` for a worker that runs gated jobs. */
 export const GATED_TASKS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'gated-tasks');
@@ -87,4 +90,25 @@ export class Gates {
     this.server.closeAllConnections();
     await new Promise((resolve) => this.server.close(resolve));
   }
+}
+
+/**
+ * Opens the gate of a job that `worker` claimed once and asserts that it then finishes on that
+ * first attempt, run once: one start at the gate, and no event of a second attempt.
+ */
+export async function finishesOnFirstAttempt(queue: Queue, gate: Gate, jobId: string, worker: string): Promise<void> {
+  gate.open();
+  const done = await waitFor(async () => {
+    const j = await queue.get(jobId);
+    return j?.status === 'succeeded' ? j : null;
+  }, { what: `job ${jobId} to finish` });
+  expect(done.attempt).toBe(1);
+  expect(gate.starts).toBe(1);
+  const events = await queue.events(jobId);
+  expect(events.map((e) => [e.type, e.attempt, e.worker])).toEqual([
+    ['enqueued', 0, null],
+    ['claimed', 1, worker],
+    ['progress', 1, worker],
+    ['succeeded', 1, worker],
+  ]);
 }

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { afterAll, expect, it } from 'vitest';
 import { migrate } from '../../queue/migrate.ts';
 import { Queue } from '../../queue/queue.ts';
-import { GATED_TASKS_DIR, Gates } from '../support/gates.ts';
+import { GATED_TASKS_DIR, Gates, finishesOnFirstAttempt } from '../support/gates.ts';
 import { spawnHerald, type HeraldProcess } from '../support/herald-process.ts';
 import { TcpProxy } from '../support/tcp-proxy.ts';
 import { waitFor } from '../support/wait.ts';
@@ -68,19 +68,6 @@ it('a worker back within its lease after a PostgreSQL restart keeps its job: sam
   );
   expect(await db.queue.reap()).toMatchObject({ requeued: 0, orphans: 0 });
 
-  gate.open();
-  const done = await waitFor(async () => {
-    const j = await db.queue.get(job.id);
-    return j?.status === 'succeeded' ? j : null;
-  }, { what: 'the job to finish' });
-  expect(done.attempt).toBe(1);
-  expect(gate.starts).toBe(1);
-  const events = await db.queue.events(job.id);
-  expect(events.map((e) => [e.type, e.attempt, e.worker])).toEqual([
-    ['enqueued', 0, null],
-    ['claimed', 1, started.worker],
-    ['progress', 1, started.worker],
-    ['succeeded', 1, started.worker],
-  ]);
+  await finishesOnFirstAttempt(db.queue, gate, job.id, String(started.worker));
   await db.pool.end();
 });
