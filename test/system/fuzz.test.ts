@@ -132,7 +132,48 @@ const validRequest = fc.oneof(
     }),
   },
 );
-const requestOf = (ops: Operation[]) => fc.oneof({ weight: 7, arbitrary: randomRequest(ops) }, { weight: 3, arbitrary: validRequest });
+// Well-formed calls of the settings, schedule and flow routes, so their handlers run too.
+const scheduleName = fc.constantFrom('s1', 's2', 's3');
+const admin = { ...writer, token: fc.constant(TOKENS.admin) };
+const validAdmin = fc.oneof(
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      route: fc.stringMatching(/^[a-z]{1,6}$/).map((q) => ({ method: 'PATCH', template: '/api/queues/{queue}', path: `/api/queues/${q}` })),
+      body: fc.record({ paused: fc.boolean(), concurrency: fc.option(fc.integer({ min: 1, max: 100 })) }, { requiredKeys: [] }).map((b) => JSON.stringify(b)),
+      ...admin,
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      route: scheduleName.map((n) => ({ method: 'PUT', template: '/api/schedules/{name}', path: `/api/schedules/${n}` })),
+      body: fc.record({ cron: fc.constantFrom('*/5 * * * *', '0 3 * * *'), job: validJob }).map((b) => JSON.stringify(b)),
+      ...admin,
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      route: fc.tuple(scheduleName, fc.constantFrom('POST', 'DELETE')).map(([n, method]) =>
+        method === 'POST'
+          ? { method, template: '/api/schedules/{name}/run', path: `/api/schedules/${n}/run` }
+          : { method, template: '/api/schedules/{name}', path: `/api/schedules/${n}` }),
+      body: fc.constant(undefined),
+      ...admin,
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      route: post('/api/flows'),
+      body: fc.array(validJob, { minLength: 1, maxLength: 3 }).map((jobs) => JSON.stringify({ jobs: jobs.map((j, i) => ({ ...j, idempotencyKey: undefined, ref: `r${i}` })) })),
+      ...writer,
+    }),
+  },
+);
+const requestOf = (ops: Operation[]) =>
+  fc.oneof({ weight: 7, arbitrary: randomRequest(ops) }, { weight: 3, arbitrary: validRequest }, { weight: 1, arbitrary: validAdmin });
 
 describe('fuzz', () => {
   it(`answers ${RUNS} malformed requests with success or 4xx, and writes only what it accepted`, async () => {
@@ -141,6 +182,12 @@ describe('fuzz', () => {
     const ops = Object.entries(doc.paths).flatMap(([template, byMethod]) => Object.keys(byMethod).map((m) => ({ method: m.toUpperCase(), template })));
     const requests = fc.sample(requestOf(ops), { numRuns: RUNS, seed: 20261129 });
     const sent = new Set<string>();
+    /** After an accepted action on a flow: its jobs are now as the server lists them. */
+    const expectFlow = async (flowId: string) => {
+      const res = await fetch(`${server.url}/api/flows/${flowId}`, { headers: { authorization: `Bearer ${TOKENS.admin}` } });
+      expect(res.status).toBe(200);
+      for (const job of ((await res.json()) as { jobs: { id: string; status: string }[] }).jobs) expectedStatus.set(job.id, job.status);
+    };
     const created = new Set<string>();
     const expectedStatus = new Map<string, string>();
     const serverErrors: string[] = [];
@@ -183,7 +230,7 @@ describe('fuzz', () => {
       if (status >= 500) serverErrors.push(`${r.route.method} ${url} ${r.body?.slice(0, 200)} → ${status} ${JSON.stringify(json)}`);
       if (r.route.method !== 'POST' || status >= 300) continue;
       // Book-keeping of what an accepted write did.
-      const j = json as { id?: string; status?: string; jobs?: { id: string; status: string }[] };
+      const j = json as { id?: string; status?: string; flowId?: string | null; jobs?: { id: string; status: string }[] };
       if (/^\/api\/jobs\/?$/.test(p.split('?')[0]) && j.id) {
         if (status === 201) created.add(j.id);
         expectedStatus.set(j.id, j.status!);
@@ -194,6 +241,10 @@ describe('fuzz', () => {
         }
       } else if (/^\/api\/jobs\/[^/]+\/(cancel|retry)$/.test(p) && j.id) {
         expectedStatus.set(j.id, j.status!);
+        // In a flow, a cancel reaches the job's children and a retry blocks them again.
+        if (j.flowId) await expectFlow(j.flowId);
+      } else if (/^\/api\/flows\/[^/]+\/(cancel|retry)$/.test(p)) {
+        await expectFlow(p.split('/')[3]);
       } else if (/^\/api\/schedules\/[^/]+\/run$/.test(p) && j.id) {
         created.add(j.id);
         expectedStatus.set(j.id, j.status!);
