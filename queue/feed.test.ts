@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
 import { START, compareCursor, parseCursor, type Cursor } from './cursor.ts';
 import type { JobEvent } from './job.ts';
+import { waitFor } from '../test/support/wait.ts';
 
 let db: TestDatabase;
 /** Prepared transactions need max_prepared_transactions > 0 (the test cluster sets it; a server may not). */
@@ -27,11 +28,10 @@ async function otherDatabase(): Promise<pg.Client> {
 // A transaction of this database that is still open (autovacuum's ANALYZE, say) holds the feed back
 // for a moment: late, never lossy. Wait until every committed event lies below the horizon.
 async function waitForHorizon(): Promise<void> {
-  for (;;) {
+  await waitFor(async () => {
     await db.queue.learnOtherDatabases(); // as the tailer does when held back
-    if (!(await db.queue.heldBack(START))) return;
-    await sleep(20);
-  }
+    return !(await db.queue.heldBack(START));
+  }, { what: 'every committed event to lie below the horizon', everyMs: 20 });
 }
 
 /** Follows the feed from `from` in the background, as the tailer does; `stop` returns all it read, once. */
@@ -79,14 +79,14 @@ async function expectExactlyOnce(from: Cursor, received: JobEvent[]): Promise<vo
 async function drainUntil(after: Cursor, test: (events: JobEvent[]) => boolean): Promise<{ events: JobEvent[]; cursor: Cursor }> {
   const got: JobEvent[] = [];
   let cursor = after;
-  for (;;) {
+  await waitFor(async () => {
     await db.queue.learnOtherDatabases(); // as a held-back tailer does
     const page = await drain(cursor);
     got.push(...page.events);
     cursor = page.cursor;
-    if (test(got)) return { events: got, cursor };
-    await sleep(20);
-  }
+    return test(got);
+  }, { what: 'the feed to deliver the awaited events', everyMs: 20 });
+  return { events: got, cursor };
 }
 
 async function drain(after: Cursor): Promise<{ events: JobEvent[]; cursor: Cursor }> {

@@ -2,8 +2,8 @@
 // list every paused or limited queue: a queue missing from it is claimed as if it had no settings.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
-import { until } from '../test/fixtures/worker-process.ts';
 import { Worker } from '../worker/worker.ts';
+import { waitFor } from '../test/support/wait.ts';
 
 let db: TestDatabase;
 
@@ -30,7 +30,7 @@ it('two settings changes at once: the one that waited for the gate row still lis
     await a.query(`INSERT INTO herald.queues (queue, paused) VALUES ('race-a', true)`);
     // Session B pauses `b`: its trigger must wait for A's lock on the gate row.
     const b = db.pool.query(`INSERT INTO herald.queues (queue, paused) VALUES ('race-b', true)`);
-    await until(waitingForLock, 'the second change to wait for the gate row');
+    await waitFor(waitingForLock, { what: 'the second change to wait for the gate row' });
     await a.query('COMMIT');
     await b;
   } finally {
@@ -79,7 +79,7 @@ it('40 queues paused by concurrent PATCHes and SQL updates while workers claim: 
       // A job of lower priority in an unpaused queue: once it ran, every claim that could have
       // taken a paused job before it has been made.
       const [{ job: sentinel }] = await db.queue.enqueueMany([{ kind: 'k', queue: 'free', priority: -1 }]);
-      await until(async () => (await db.queue.get(sentinel.id))?.status === 'succeeded', 'the sentinel job to run');
+      await waitFor(async () => (await db.queue.get(sentinel.id))?.status === 'succeeded', { what: 'the sentinel job to run' });
       const started = await db.pool.query(
         `SELECT count(*)::int AS n FROM herald.jobs WHERE id = ANY($1::bigint[]) AND status <> 'queued'`,
         [rows.map((r) => r.id)],
@@ -88,11 +88,8 @@ it('40 queues paused by concurrent PATCHes and SQL updates while workers claim: 
       // Resume them all at once, and let everything run before the next round.
       await Promise.all(queues.map((queue, i) => setPaused(queue, false, i)));
       expect(await held()).toEqual([]);
-      await until(
-        async () => (await db.pool.query(`SELECT count(*)::int AS n FROM herald.jobs WHERE status IN ('queued', 'running')`)).rows[0].n === 0,
-        'every job to finish',
-        60_000,
-      );
+      await waitFor(
+        async () => (await db.pool.query(`SELECT count(*)::int AS n FROM herald.jobs WHERE status IN ('queued', 'running')`)).rows[0].n === 0, { what: 'every job to finish', timeoutMs: 60_000 });
     }
   } finally {
     await Promise.all(workers.map((w) => w.stop()));

@@ -12,7 +12,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callApi, startBoardStack, watchPage, type BoardStack } from './support/board.ts';
 import type { HeraldProcess } from './support/herald-process.ts';
-import { waitUntil } from './system/support.ts';
+import { waitFor } from './support/wait.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOCS_SHOT = process.env.HERALD_DOCS_SCREENSHOT === '1';
@@ -67,7 +67,7 @@ describe('find and act on the board', () => {
       ...Array.from({ length: 6 }, (_, i) => ({ kind: 'echo', queue: 'shop', payload: { customer: i % 2 ? 42 : 7, order: i } })),
       { kind: 'fail', queue: 'shop', payload: { message: 'Payment gateway said NO' }, maxAttempts: 1 },
     ]);
-    await waitUntil(async () => (await list('queue=shop&status=queued')).jobs.length === 0 && (await list('queue=shop&status=running')).jobs.length === 0, 30_000, 'shop drained');
+    await waitFor(async () => (await list('queue=shop&status=queued')).jobs.length === 0 && (await list('queue=shop&status=running')).jobs.length === 0, { what: 'shop drained', timeoutMs: 30_000 });
 
     // A shared link opens the same search.
     const { page, errors, close } = await openPage(`#/jobs?queue=shop&payload=${encodeURIComponent('{"customer":42}')}`);
@@ -96,7 +96,7 @@ describe('find and act on the board', () => {
   it('retries every failed job of a queue: dry-run count, confirm, then progress from the stream', async () => {
     const N = 24;
     await batch(Array.from({ length: N }, (_, i) => ({ kind: 'fail', queue: 'billing', payload: { message: `card declined ${i}` }, maxAttempts: 1 })));
-    await waitUntil(async () => (await list('queue=billing&status=failed&limit=100')).jobs.length === N, 30_000, 'billing failed');
+    await waitFor(async () => (await list('queue=billing&status=failed&limit=100')).jobs.length === N, { what: 'billing failed', timeoutMs: 30_000 });
 
     const { page, errors, close } = await openPage('#/jobs?status=failed');
     // Without a queue or a status there is nothing to count; with a status there is.

@@ -11,7 +11,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callApi, demoTraffic, openBoard, startBoardStack, watchPage, type BoardStack } from './support/board.ts';
 import type { HeraldProcess } from './support/herald-process.ts';
-import { waitUntil } from './system/support.ts';
+import { waitFor } from './support/wait.ts';
 
 // The README's screenshots (docs/board-{overview,queue,job,schedules}.png) come from the last
 // test, after a minute and a half of demo traffic:
@@ -118,7 +118,7 @@ describe('the board, as a new user meets it', () => {
         throw new Error(`${String(e)}: ${await live.page.innerHTML(tid('jobs-table'))}`);
       });
     const settled = async (want: (j: Job) => boolean) => {
-      await waitUntil(async () => (await list('queue=rows&limit=50')).filter((j) => j.id !== scheduled).every(want), 60_000, 'jobs settled');
+      await waitFor(async () => (await list('queue=rows&limit=50')).filter((j) => j.id !== scheduled).every(want), { what: 'jobs settled', timeoutMs: 60_000 });
       // …and the live page shows each job's status and attempts as the API does.
       for (const j of await list('queue=rows&limit=50')) {
         await live.page
@@ -156,9 +156,9 @@ describe('the board, as a new user meets it', () => {
     const message = 'request to https://payments.example.com/v1/customers/cus_1234567890/charges/ch_0987654321 failed: 503 Service Unavailable';
     const failed = await enqueue({ kind: 'fail', queue: 'jobpage', payload: { message }, maxAttempts: 1 });
     const ok = await enqueue({ kind: 'echo', queue: 'jobpage' });
-    await waitUntil(async () => (await list('queue=jobpage')).every((j) => j.status === 'failed' || j.status === 'succeeded'), 30_000, 'jobs ended');
+    await waitFor(async () => (await list('queue=jobpage')).every((j) => j.status === 'failed' || j.status === 'succeeded'), { what: 'jobs ended', timeoutMs: 30_000 });
     await call('POST', `/api/jobs/${failed.id}/retry`);
-    await waitUntil(async () => (await call<Job>('GET', `/api/jobs/${failed.id}`)).attempt === 2 && (await call<Job>('GET', `/api/jobs/${failed.id}`)).status === 'failed', 30_000, 'failed again');
+    await waitFor(async () => (await call<Job>('GET', `/api/jobs/${failed.id}`)).attempt === 2 && (await call<Job>('GET', `/api/jobs/${failed.id}`)).status === 'failed', { what: 'failed again', timeoutMs: 30_000 });
 
     const { page, problems, close } = await open(server.url, `#/jobs/${failed.id}`);
     const retried = await page.waitForSelector(`${tid('timeline-event')}[data-type="retried"]`);
@@ -187,10 +187,10 @@ describe('the board, as a new user meets it', () => {
   it('the overview starts from stored history: rate tiles and the 5-minute charts are not flat after a reload', async () => {
     await call('POST', '/api/jobs/batch', { jobs: Array.from({ length: 40 }, (_, n) => ({ kind: 'echo', queue: 'hist', payload: { n } })) });
     // The servers and the worker roll history up every 10 s or so: wait until it holds the 40.
-    await waitUntil(async () => {
+    await waitFor(async () => {
       const { buckets } = await call<{ buckets: { succeeded: number }[] }>('GET', '/api/queues/hist/stats?range=1h');
       return buckets.reduce((n, b) => n + b.succeeded, 0) >= 40;
-    }, 60_000, 'history of hist rolled up');
+    }, { what: 'history of hist rolled up', timeoutMs: 60_000 });
     const { page, problems, close } = await open(server.url, '#/');
     const rate = await page.waitForSelector(`${tid('kpi-succeeded-rate')}:not(:text-is("0/s")):not(:text-is("—"))`);
     expect(await rate.textContent()).toMatch(/^[\d.]+\/s$/);

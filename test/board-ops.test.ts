@@ -5,7 +5,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callApi, openBoard, startBoardStack, type BoardStack } from './support/board.ts';
-import { waitUntil } from './system/support.ts';
+import { waitFor } from './support/wait.ts';
 
 let stack: BoardStack;
 let url: string;
@@ -44,7 +44,7 @@ describe('the board, for an operator', () => {
   it('a job that fails for good links its dead-letter copy, and the copy links back to it', async () => {
     await call('PATCH', '/api/queues/work', { deadLetter: 'dlq' });
     const source = await call<Job>('POST', '/api/jobs', { kind: 'fail', queue: 'work', payload: { message: 'card declined' }, maxAttempts: 1 });
-    await waitUntil(async () => (await call<Job>('GET', `/api/jobs/${source.id}`)).status === 'failed', 60_000, 'the source failed for good');
+    await waitFor(async () => (await call<Job>('GET', `/api/jobs/${source.id}`)).status === 'failed', { what: 'the source failed for good', timeoutMs: 60_000 });
     const copies = (await call<{ jobs: Job[] }>('GET', '/api/jobs?queue=dlq')).jobs;
     expect(copies).toHaveLength(1);
     const copy = copies[0];

@@ -1,10 +1,14 @@
 // Jobs in a worker's claim-ahead buffer were claimed before a PATCH that pauses their queue, or
 // before their expireAt passed. The promise holds for them too: none starts after the PATCH has
-// returned, nor after its expireAt. The worker here polls only (its listener cannot connect, as
-// behind a transaction pooler), so no notification can hand the buffer back first.
+// returned, nor after its expireAt. Two guards keep it, each tested alone here: the settings
+// change hands the buffer back at once (announced by NOTIFY, or found by the next poll), and the
+// check just before a buffered job starts (mayStart) refuses it if the hand-back has not come.
+// A job that holds the worker's only slot until the test lets it go makes the order certain: no
+// buffered job can start before the test frees the slot, which it does after the PATCH returned.
+// `started` records each handler as it starts: a buffered start writes no event of its own.
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
-import { until } from './fixtures/worker-process.ts';
+import { waitFor } from './support/wait.ts';
 import { Worker } from '../worker/worker.ts';
 import type { Job } from '../queue/job.ts';
 
@@ -13,24 +17,36 @@ beforeAll(async () => {
   db = await createTestDatabase();
 });
 afterAll(() => db.drop());
-afterEach(() => worker.stop());
+afterEach(async () => {
+  unblock(); // a failed test may have left the slot taken
+  await worker?.stop();
+});
+
+/** No poll within a test's time: only a notification (or the start check) can act. */
+const NEVER_MS = 600_000;
 
 let started: string[];
 let unblock: () => void;
-let worker: Worker;
+let blocked: Promise<void>;
+let worker: Worker | undefined;
 beforeEach(async () => {
   await db.pool.query('TRUNCATE herald.jobs, herald.job_events RESTART IDENTITY');
   await db.pool.query('DELETE FROM herald.queues'); // a DELETE, so the gate row follows
   started = [];
-  const blocked = new Promise<void>((r) => (unblock = r));
+  worker = undefined;
+  blocked = new Promise<void>((r) => (unblock = r));
+});
+
+/** One slot; everything claimable goes into the buffer and stays there until the test is done. */
+function startWorker(opts: { listen: boolean; pollMs: number }): Worker {
   worker = new Worker({
     databaseUrl: db.url,
-    listenUrl: 'postgres://nobody@127.0.0.1:1/none', // unreachable: polling only
+    // Unreachable: polling only, as behind a transaction pooler.
+    listenUrl: opts.listen ? undefined : 'postgres://nobody@127.0.0.1:1/none',
     concurrency: 1,
-    pollMs: 100,
-    // Everything claimable goes into the buffer, and stays there until the test is done.
-    claimAheadMs: 600_000,
-    claimAheadTtlMs: 600_000,
+    pollMs: opts.pollMs,
+    claimAheadMs: NEVER_MS,
+    claimAheadTtlMs: NEVER_MS,
     scheduler: false,
     reapEveryMs: 100,
     tasks: {
@@ -41,50 +57,78 @@ beforeEach(async () => {
       },
     },
   });
-});
+  return worker;
+}
 
 /**
  * Enqueues, in claim order: a quick job (its finish gives the worker a pace, so its next claim
  * takes everything ahead), a job that holds the only slot, and `x`, which then waits in the buffer.
  */
-async function bufferX(x: { expireAt?: string } = {}): Promise<{ block: Job; x: Job }> {
+async function bufferX(w: Worker, x: { expireAt?: string } = {}): Promise<{ block: Job; x: Job }> {
   const made = await db.queue.enqueueMany([
     { kind: 'k', queue: 'q', priority: 10 },
     { kind: 'block', queue: 'q', priority: 5 },
     { kind: 'k', queue: 'q', priority: 0, ...x },
   ]);
   const [block, xJob] = [made[1].job, made[2].job];
-  await worker.start();
-  await until(async () => started.includes(block.id) && (await db.queue.get(xJob.id))?.status === 'running', 'x to wait in the buffer');
+  await w.start();
+  await waitFor(async () => started.includes(block.id) && (await db.queue.get(xJob.id))?.status === 'running', { what: 'x to wait in the buffer' });
   return { block, x: xJob };
 }
 
 const statusOf = async (id: string) => (await db.queue.get(id))!.status;
 
-it('a buffered job of a queue paused by a returned PATCH never starts, and goes back without waiting for its TTL', async () => {
-  const { block, x } = await bufferX();
-  await db.queue.patchQueue('q', { paused: true });
-  // The slot frees right after the PATCH returned: the buffered job must not take it.
-  unblock();
-  await until(async () => (await statusOf(block.id)) === 'succeeded', 'the blocking job to finish');
-  // Polling only, yet it is handed back (attempt refunded) long before its 10-minute TTL.
-  await until(async () => (await statusOf(x.id)) === 'queued', 'the buffered job to go back to the queue');
+/** The buffered job is back in the queue, attempt refunded, while the slot is still taken. */
+async function handedBackWhileBlocked(block: Job, x: Job, what: string): Promise<void> {
+  await waitFor(async () => (await statusOf(x.id)) === 'queued', { what, timeoutMs: 20_000 });
   expect((await db.queue.get(x.id))!.attempt).toBe(0);
-  await worker.stop();
+  expect(await statusOf(block.id)).toBe('running');
+}
+
+it('a pause announced by NOTIFY hands the buffer back at once; no buffered job starts', async () => {
+  const { block, x } = await bufferX(startWorker({ listen: true, pollMs: NEVER_MS }));
+  await db.queue.patchQueue('q', { paused: true });
+  await handedBackWhileBlocked(block, x, 'the notified settings change to hand the buffered job back');
+  unblock();
+  await waitFor(async () => (await statusOf(block.id)) === 'succeeded', { what: 'the blocking job to finish' });
+  await worker!.stop();
+  expect(started).toEqual([expect.any(String), block.id]);
+});
+
+it('without notifications, the next poll finds the pause and hands the buffer back before its TTL', async () => {
+  const { block, x } = await bufferX(startWorker({ listen: false, pollMs: 100 }));
+  await db.queue.patchQueue('q', { paused: true });
+  await handedBackWhileBlocked(block, x, 'a poll to find the pause and hand the buffered job back');
+  unblock();
+  await waitFor(async () => (await statusOf(block.id)) === 'succeeded', { what: 'the blocking job to finish' });
+  await worker!.stop();
+  expect(started).not.toContain(x.id);
+});
+
+it('when the hand-back has not come, the check before the start refuses a job of a paused queue', async () => {
+  // Neither a notification nor a poll can come first: the slot frees right after the PATCH returned.
+  const { block, x } = await bufferX(startWorker({ listen: false, pollMs: NEVER_MS }));
+  await db.queue.patchQueue('q', { paused: true });
+  expect(await statusOf(x.id)).toBe('running');
+  unblock();
+  await waitFor(async () => (await statusOf(block.id)) === 'succeeded', { what: 'the blocking job to finish' });
+  await waitFor(async () => (await statusOf(x.id)) === 'queued', { what: 'the refused job to go back to the queue' });
+  expect((await db.queue.get(x.id))!.attempt).toBe(0);
+  await worker!.stop();
   expect(started).not.toContain(x.id);
 });
 
 it('a buffered job whose expireAt passed never starts; the expiry pass ends it', async () => {
   // Far enough ahead for the claim to come first (a claim never takes an expired job).
   const { rows: [{ at }] } = await db.pool.query(`SELECT now() + interval '4 seconds' AS at`);
-  const { block, x } = await bufferX({ expireAt: at.toISOString() });
+  const { block, x } = await bufferX(startWorker({ listen: false, pollMs: 100 }), { expireAt: at.toISOString() });
   // Time passes while it waits in the buffer, until the database's clock is past its expireAt.
-  await until(async () => (await db.pool.query(`SELECT now() > $1 AS past`, [at])).rows[0].past, 'expireAt to pass', 30_000);
+  await waitFor(async () => (await db.pool.query(`SELECT now() > $1 AS past`, [at])).rows[0].past, { what: 'expireAt to pass' });
   unblock();
-  await until(async () => (await statusOf(block.id)) === 'succeeded', 'the blocking job to finish');
-  await until(async () => (await statusOf(x.id)) === 'cancelled', 'the expired job to be cancelled');
+  await waitFor(async () => (await statusOf(block.id)) === 'succeeded', { what: 'the blocking job to finish' });
+  await waitFor(async () => (await statusOf(x.id)) === 'cancelled', { what: 'the expired job to be cancelled' });
   const { rows } = await db.pool.query(`SELECT type FROM herald.job_events WHERE job_id = $1 ORDER BY id`, [x.id]);
   expect(rows.map((r) => r.type)).toEqual(['enqueued', 'claimed', 'released', 'expired']);
-  await worker.stop();
+  await worker!.stop();
   expect(started).not.toContain(x.id);
 });

@@ -2,8 +2,9 @@
 // still ends, and nothing runs twice that had finished (each job one success, the fan-in child
 // unblocked exactly once, with every parent's result).
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { until, workerTestContext } from './fixtures/worker-process.ts';
+import { workerTestContext } from './fixtures/worker-process.ts';
 import { GATED_TASKS_DIR, Gates } from './support/gates.ts';
+import { waitFor } from './support/wait.ts';
 
 const t = workerTestContext();
 let gates: Gates;
@@ -25,19 +26,19 @@ it('finishes a fan-out/fan-in flow after the worker running its middle job is ki
     { ref: 'merge', dependsOn: ['fast1', 'slow', 'fast2'], job: { kind: 'gather' } },
   ]);
   const [, slow, , , merge] = jobs;
-  const running = await until(async () => {
+  const running = await waitFor(async () => {
     const j = await db.queue.get(slow.id);
     return j?.status === 'running' ? j : null;
-  }, 'the slow job to start');
+  }, { what: 'the slow job to start' });
   const victim = workers.find((w) => w.id === running.lockedBy)!;
   victim.child.kill('SIGKILL');
   await victim.exited;
   gate.open();
 
-  const detail = await until(async () => {
+  const detail = await waitFor(async () => {
     const d = await db.queue.flow(flow.id);
     return d?.flow.status === 'running' ? null : d;
-  }, 'the flow to end', 60_000);
+  }, { what: 'the flow to end', timeoutMs: 60_000 });
   expect(detail.flow).toMatchObject({ status: 'succeeded', counts: { succeeded: 5 } });
   expect((await db.queue.get(slow.id))!.attempt).toBe(2);
   expect((await db.queue.get(merge.id))!.result).toEqual({

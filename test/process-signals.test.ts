@@ -11,8 +11,9 @@ import { startEmbedded } from '../queue/embedded.ts';
 import { createPool } from '../queue/database.ts';
 import { Queue } from '../queue/queue.ts';
 import type { Job } from '../queue/job.ts';
-import { until, workerTestContext } from './fixtures/worker-process.ts';
+import { workerTestContext } from './fixtures/worker-process.ts';
 import { spawnCommand, spawnHerald, type HeraldProcess } from './support/herald-process.ts';
+import { waitFor } from './support/wait.ts';
 
 const t = workerTestContext();
 const procs: HeraldProcess[] = [];
@@ -46,10 +47,10 @@ describe('npm start', () => {
       const res = await fetch(`${url}/api/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(JOB) });
       ids.push(((await res.json()) as Job).id);
     }
-    await until(async () => {
+    await waitFor(async () => {
       const jobs = await Promise.all(ids.map(async (id) => (await fetch(`${url}/api/jobs/${id}`)).json() as Promise<Job>));
       return jobs.every((j) => j.status === 'running');
-    }, 'both jobs to run', 60_000);
+    }, { what: 'both jobs to run', timeoutMs: 60_000 });
 
     proc.killGroup(signal);
     expect(await proc.exited).toEqual({ code: 0, signal: null });
@@ -77,10 +78,10 @@ describe('npx herald worker', () => {
     procs.push(proc);
     await proc.waitForMessage(/^worker started$/, 120_000);
     const jobs = await t.db.queue.enqueueMany([JOB, JOB]);
-    await until(async () => {
+    await waitFor(async () => {
       const now = await Promise.all(jobs.map((e) => t.db.queue.get(e.job.id)));
       return now.every((j) => j?.status === 'running');
-    }, 'both jobs to run', 60_000);
+    }, { what: 'both jobs to run', timeoutMs: 60_000 });
 
     proc.killGroup('SIGTERM');
     expect(await proc.exited).toEqual({ code: 0, signal: null });
@@ -105,7 +106,7 @@ describe('a second signal', () => {
     procs.push(proc);
     await proc.waitForMessage(/^worker started$/);
     const { job } = await t.db.queue.enqueue({ kind: 'sleep', payload: { ms: 600_000 } });
-    await until(async () => (await t.db.queue.get(job.id))?.status === 'running', 'the job to run');
+    await waitFor(async () => (await t.db.queue.get(job.id))?.status === 'running', { what: 'the job to run' });
 
     proc.kill('SIGTERM');
     await proc.waitForMessage(/^worker stopping/);

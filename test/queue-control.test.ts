@@ -5,14 +5,19 @@
 // exactly what each claim saw). The workers poll only every minute: every wake-up the tests
 // rely on (a freed slot, a resume) has to come through NOTIFY.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { until, workerTestContext, type WorkerProcess } from './fixtures/worker-process.ts';
+import { workerTestContext, type WorkerProcess } from './fixtures/worker-process.ts';
+import { GATED_TASKS_DIR, Gates } from './support/gates.ts';
+import { waitFor } from './support/wait.ts';
 
 const t = workerTestContext();
-const ENV = { HERALD_POLL_MS: '60000', HERALD_CONCURRENCY: '5' };
+const SLOTS = 5;
+const ENV = { HERALD_POLL_MS: '60000', HERALD_CONCURRENCY: String(SLOTS) };
 let workers: WorkerProcess[];
+let gates: Gates;
 
 beforeAll(async () => {
-  workers = await Promise.all([1, 2, 3].map(() => t.spawn({ env: ENV })));
+  gates = await Gates.start();
+  workers = await Promise.all([1, 2, 3].map(() => t.spawn({ env: ENV, args: ['--tasks', GATED_TASKS_DIR] })));
 });
 
 /** Samples `count` until `stop` resolves; returns the largest value seen. */
@@ -55,10 +60,10 @@ async function finishedRows(queue: string): Promise<(Interval & { worker: string
 }
 
 const allDone = (queue: string, n: number) =>
-  until(async () => {
+  waitFor(async () => {
     const { rows } = await t.db.pool.query(`SELECT count(*)::int AS n FROM herald.jobs WHERE queue = $1 AND status = 'succeeded'`, [queue]);
     return rows[0].n === n;
-  }, `${n} jobs of ${queue} to succeed`, 60_000);
+  }, { what: `${n} jobs of ${queue} to succeed`, timeoutMs: 60_000 });
 
 const running = async (queue: string, group?: string) =>
   (
@@ -107,13 +112,41 @@ describe('limits across three worker processes', () => {
     for (let i = 0; i + 4 < starts.length; i++) expect(starts[i + 4] - starts[i]).toBeGreaterThanOrEqual(1000);
   });
 
-  it('paused: no job starts after the PATCH returns; running ones finish; resuming wakes the workers at once', async () => {
-    await t.db.queue.enqueueMany(Array.from({ length: 300 }, () => ({ kind: 'sleep', queue: 'pause', payload: { ms: 20 } })));
-    await until(async () => (await running('pause')) > 0, 'jobs of the queue to run');
+  // Every job of the paused queue that can start waits at a gate of its own: reaching the gate is
+  // its start, whether it came from a claim or from a claim-ahead buffer (which writes no event).
+  // Quick jobs first give the workers a pace, so their claims take gated jobs ahead into their
+  // buffers; once all 15 slots hold gated jobs, nothing can start until the test opens a gate,
+  // which it does only after the PATCH returned.
+  it('paused: no job starts after the PATCH returns, from a claim or a buffer; the buffers go back at once; resuming wakes the workers', async () => {
+    const GATED = 400;
+    const slots = SLOTS * workers.length;
+    const started = new Set<string>();
+    const jobGates = Array.from({ length: GATED }, () => gates.create());
+    await t.db.queue.enqueueMany(Array.from({ length: 200 }, () => ({ kind: 'sleep', queue: 'pause', priority: 10, payload: { ms: 5 } })));
+    const made = await t.db.queue.enqueueMany(jobGates.map((g) => ({ kind: 'gated', queue: 'pause', payload: { gate: g.url } })));
+    made.forEach(({ job }, i) => void jobGates[i].reached(1).then(() => started.add(job.id)));
+    await waitFor(() => started.size === slots, { what: `gated jobs to fill all ${slots} slots`, timeoutMs: 60_000 });
+    await allDone('pause', 200);
+    const beforePatch = new Set(started);
+    // Claimed ahead and waiting in a buffer: leased, but never started.
+    const bufferedAtPatch = (await running('pause')) - slots;
+    expect(bufferedAtPatch, 'gated jobs waiting in a claim-ahead buffer when the PATCH comes').toBeGreaterThan(0);
+    const logged = workers.map((w) => w.logs.length);
+
     await t.db.queue.patchQueue('pause', { paused: true });
     // Whatever commits from now on is invisible to this snapshot.
     const { rows: snap } = await t.db.pool.query('SELECT pg_current_snapshot()::text AS s');
-    await until(async () => (await running('pause')) === 0, 'the running jobs to finish');
+    // The buffers go back while every slot is still taken: the change itself did it, not a TTL.
+    await waitFor(async () => (await running('pause')) === slots, { what: 'the buffered jobs of the paused queue to go back' });
+    const handedBack = workers
+      .flatMap((w, i) => w.logs.slice(logged[i]))
+      .filter((l) => l.msg === 'returned buffered jobs to the queue' && l.why === 'queue settings changed')
+      .reduce((n, l) => n + (l.returned as number), 0);
+    expect(handedBack).toBeGreaterThan(0);
+
+    for (const g of jobGates) g.open();
+    await waitFor(async () => (await running('pause')) === 0, { what: 'the running jobs to finish' });
+    expect([...started].sort()).toEqual([...beforePatch].sort());
     const { rows: late } = await t.db.pool.query(
       `SELECT count(*)::int AS n FROM herald.job_events
        WHERE queue = 'pause' AND type = 'claimed' AND NOT pg_visible_in_snapshot(tx, $1::pg_snapshot)`,
@@ -121,16 +154,17 @@ describe('limits across three worker processes', () => {
     );
     expect(late[0].n).toBe(0);
     const left = await t.db.pool.query(`SELECT count(*)::int AS n FROM herald.jobs WHERE queue = 'pause' AND status = 'queued'`);
-    expect(left.rows[0].n).toBeGreaterThan(0);
+    expect(left.rows[0].n).toBe(GATED - slots);
     const { job } = await t.db.queue.enqueue({ kind: 'echo', queue: 'pause' });
     expect(job.waitingFor).toBe('paused');
     // Polling is a minute away: only the NOTIFY of the resume can start the rest in time.
     await t.db.queue.patchQueue('pause', { paused: false });
-    await allDone('pause', 301);
+    await allDone('pause', 200 + GATED + 1);
   });
 });
 
 afterAll(async () => {
   // Nothing was left running by a test that failed half-way.
   await Promise.all(workers.map((w) => w.stop()));
+  await gates?.close();
 });

@@ -2,7 +2,8 @@
 // killed and replaced, and after a downtime only the latest missed tick runs, once. A schedule
 // every 2 s; the workers poll only every minute, so each turn is driven by the due time itself.
 import { expect, it } from 'vitest';
-import { until, workerTestContext, type WorkerProcess } from './fixtures/worker-process.ts';
+import { workerTestContext, type WorkerProcess } from './fixtures/worker-process.ts';
+import { waitFor } from './support/wait.ts';
 
 const t = workerTestContext();
 const ENV = { HERALD_POLL_MS: '60000', HERALD_QUEUES: 'nothing-here' };
@@ -22,7 +23,7 @@ const dbNow = async () => (await t.db.pool.query('SELECT now() AS now')).rows[0]
 it('makes exactly one job per tick, however many workers run and while some are killed', async () => {
   let workers: WorkerProcess[] = await Promise.all([1, 2, 3].map(() => t.spawn({ env: ENV })));
   await t.db.queue.putSchedule('every2s', { cron: '*/2 * * * * *', job: { kind: 'echo', queue: 'sched', payload: { hi: 1 } } });
-  await until(async () => (await ticks('every2s')).length >= 3, 'three ticks', 30_000);
+  await waitFor(async () => (await ticks('every2s')).length >= 3, { what: 'three ticks', timeoutMs: 30_000 });
   // Twice: SIGKILL the oldest worker and start another.
   for (let round = 0; round < 2; round++) {
     const [victim, ...rest] = workers;
@@ -30,7 +31,7 @@ it('makes exactly one job per tick, however many workers run and while some are 
     await victim.exited;
     workers = [...rest, await t.spawn({ env: ENV })];
     const seen = (await ticks('every2s')).length;
-    await until(async () => (await ticks('every2s')).length >= seen + 2, 'two more ticks', 30_000);
+    await waitFor(async () => (await ticks('every2s')).length >= seen + 2, { what: 'two more ticks', timeoutMs: 30_000 });
   }
   const made = await ticks('every2s');
   expect(made.length).toBeGreaterThanOrEqual(7);
@@ -49,19 +50,19 @@ it('makes exactly one job per tick, however many workers run and while some are 
 it('after a downtime, only the latest missed tick runs, once', async () => {
   await t.db.queue.putSchedule('catchup', { cron: '*/2 * * * * *', job: { kind: 'echo', queue: 'sched2' } });
   const first = await t.spawn({ env: ENV });
-  await until(async () => (await ticks('catchup')).length >= 1, 'a first tick', 30_000);
+  await waitFor(async () => (await ticks('catchup')).length >= 1, { what: 'a first tick', timeoutMs: 30_000 });
   first.child.kill('SIGKILL');
   await first.exited;
   // A turn whose COMMIT the killed worker had already sent still commits: read the last tick
   // only once its sessions are gone, so it cannot land after the read.
   const sessions = async () =>
     (await t.db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE $1`, [`herald:worker%:${first.child.pid}`])).rows[0].n as number;
-  await until(async () => (await sessions()) === 0, "the killed worker's sessions to end", 30_000);
+  await waitFor(async () => (await sessions()) === 0, { what: "the killed worker's sessions to end", timeoutMs: 30_000 });
   const lastBefore = (await ticks('catchup')).at(-1)!;
   // No scheduler runs while at least three ticks pass.
-  await until(async () => (await dbNow()) > lastBefore + 3 * PERIOD_MS + 200, 'three ticks to be missed', 30_000);
+  await waitFor(async () => (await dbNow()) > lastBefore + 3 * PERIOD_MS + 200, { what: 'three ticks to be missed', timeoutMs: 30_000 });
   await t.spawn({ env: ENV });
-  await until(async () => (await ticks('catchup')).some((tk) => tk > lastBefore), 'the catch-up job', 30_000);
+  await waitFor(async () => (await ticks('catchup')).some((tk) => tk > lastBefore), { what: 'the catch-up job', timeoutMs: 30_000 });
   const after = (await ticks('catchup')).filter((tk) => tk > lastBefore);
   // The ticks in between made nothing; the catch-up is the latest one that had come.
   expect(after[0]).toBeGreaterThanOrEqual(lastBefore + 3 * PERIOD_MS);

@@ -3,7 +3,8 @@
 // HeraldStreamHeld needs a transaction open for a minute; its source (the stream's holder) is
 // tested in server-health.test.ts, and its rule in ops/prometheus/alerts.test.yml.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { testServer, until, type TestServer } from './server-support.ts';
+import { testServer, type TestServer } from './server-support.ts';
+import { waitFor } from './support/wait.ts';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -34,7 +35,7 @@ describe('GET /api/alerts', () => {
     await q.registerWorker({ id: 'h:1:served', host: 'h', pid: 1, queues: ['served'], kinds: ['k'], capabilities: [], concurrency: 1, lockKey: null });
 
     // Queue heads are read at most once a second (shared with /metrics): wait for a fresh read.
-    await until(async () => (await alerts()).length > 0);
+    await waitFor(async () => (await alerts()).length > 0, { what: '(await alerts()).length > 0' });
     const now = await alerts();
     expect(now.map((a) => `${a.alert} ${a.queue}`).sort()).toEqual(['HeraldNoWorker orphans', 'HeraldQueueStalled orphans', 'HeraldQueueStalled served']);
     expect(now.find((a) => a.alert === 'HeraldNoWorker')).toMatchObject({
@@ -62,7 +63,7 @@ describe('GET /api/alerts', () => {
     expect(await q.reap()).toMatchObject({ failed: 3 });
     expect(jobs).toHaveLength(8);
 
-    await until(async () => (await alerts()).length === 2);
+    await waitFor(async () => (await alerts()).length === 2, { what: '(await alerts()).length === 2' });
     const now = await alerts();
     expect(now).toContainEqual(expect.objectContaining({ alert: 'HeraldJobsFailing', queue: 'billing', summary: expect.stringMatching(/^8 of 8 jobs of queue billing failed for good/) }));
     expect(now).toContainEqual(expect.objectContaining({ alert: 'HeraldWorkersDying', queue: null, summary: expect.stringMatching(/^3 leases expired in the last 15 min/) }));

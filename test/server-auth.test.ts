@@ -1,4 +1,5 @@
-// Auth: 401 and 403 at each role boundary of every route, ?token= only on the stream, public
+// Auth: 401 and 403 at each role boundary of every route (the cases are checked against the routes
+// the server registers, so a new route needs one), ?token= only on the stream, public
 // routes stay public, and the loopback rule when no tokens are set.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isLoopback, parseTokens } from '../server/auth.ts';
@@ -15,25 +16,76 @@ afterAll(() => s.close());
 
 type Role = 'viewer' | 'producer' | 'admin';
 const RANK = { viewer: 1, producer: 2, admin: 3 };
-const routes: { method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'; url: () => string; role: Role; body?: object }[] = [
-  { method: 'POST', url: () => '/api/jobs', role: 'producer', body: { kind: 'k' } },
-  { method: 'POST', url: () => '/api/jobs/batch', role: 'producer', body: { jobs: [{ kind: 'k' }] } },
-  { method: 'GET', url: () => '/api/jobs', role: 'viewer' },
-  { method: 'GET', url: () => `/api/jobs/${jobId}`, role: 'viewer' },
-  { method: 'GET', url: () => `/api/jobs/${jobId}/events`, role: 'viewer' },
-  { method: 'POST', url: () => '/api/jobs/123456/cancel', role: 'admin' },
-  { method: 'POST', url: () => '/api/jobs/123456/retry', role: 'admin' },
-  { method: 'GET', url: () => '/api/queues', role: 'viewer' },
-  { method: 'GET', url: () => '/api/workers', role: 'viewer' },
-  { method: 'PATCH', url: () => '/api/queues/q1', role: 'admin', body: { paused: true } },
-  { method: 'GET', url: () => '/metrics', role: 'viewer' },
-];
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+interface Case {
+  role: Role | 'public';
+  url: () => string;
+  body?: object;
+  /** An SSE stream: opened over HTTP, its status read, then closed (it never ends by itself). */
+  stream?: true;
+}
+/**
+ * One case per route the server registers, keyed as its OpenAPI document names it. The test
+ * below compares the keys with the server's routes: a route added without a case here fails it.
+ */
+const CASES: Record<string, Case> = {
+  'POST /api/jobs': { role: 'producer', url: () => '/api/jobs', body: { kind: 'k' } },
+  'POST /api/jobs/batch': { role: 'producer', url: () => '/api/jobs/batch', body: { jobs: [{ kind: 'k' }] } },
+  'POST /api/jobs/bulk': { role: 'admin', url: () => '/api/jobs/bulk', body: { action: 'cancel', filter: { queue: 'nothing-here' } } },
+  'GET /api/jobs': { role: 'viewer', url: () => '/api/jobs' },
+  'GET /api/jobs/{id}': { role: 'viewer', url: () => `/api/jobs/${jobId}` },
+  'GET /api/jobs/{id}/events': { role: 'viewer', url: () => `/api/jobs/${jobId}/events` },
+  'GET /api/jobs/{id}/dependencies': { role: 'viewer', url: () => `/api/jobs/${jobId}/dependencies` },
+  'POST /api/jobs/{id}/cancel': { role: 'admin', url: () => '/api/jobs/123456/cancel' },
+  'POST /api/jobs/{id}/retry': { role: 'admin', url: () => '/api/jobs/123456/retry' },
+  'GET /api/queues': { role: 'viewer', url: () => '/api/queues' },
+  'PATCH /api/queues/{queue}': { role: 'admin', url: () => '/api/queues/q1', body: { paused: true } },
+  'GET /api/queues/{queue}/stats': { role: 'viewer', url: () => '/api/queues/q1/stats' },
+  'GET /api/workers': { role: 'viewer', url: () => '/api/workers' },
+  'GET /api/schedules': { role: 'viewer', url: () => '/api/schedules' },
+  'PUT /api/schedules/{name}': { role: 'admin', url: () => '/api/schedules/s1', body: { cron: '0 3 * * *', job: { kind: 'k' } } },
+  'POST /api/schedules/{name}/run': { role: 'admin', url: () => '/api/schedules/s1/run' },
+  'DELETE /api/schedules/{name}': { role: 'admin', url: () => '/api/schedules/nothing-here' },
+  'POST /api/flows': { role: 'producer', url: () => '/api/flows', body: { jobs: [{ ref: 'a', kind: 'k' }] } },
+  'GET /api/flows': { role: 'viewer', url: () => '/api/flows' },
+  'GET /api/flows/{id}': { role: 'viewer', url: () => '/api/flows/123456' },
+  'POST /api/flows/{id}/cancel': { role: 'admin', url: () => '/api/flows/123456/cancel' },
+  'POST /api/flows/{id}/retry': { role: 'admin', url: () => '/api/flows/123456/retry' },
+  'GET /api/events': { role: 'viewer', url: () => '/api/events', stream: true },
+  'GET /api/alerts': { role: 'viewer', url: () => '/api/alerts' },
 
-const inject = (r: (typeof routes)[number], headers: Record<string, string>, query = '') =>
-  s.app.inject({ method: r.method, url: r.url() + query, payload: r.body, headers });
+  'GET /metrics': { role: 'viewer', url: () => '/metrics' },
+  'GET /api/health': { role: 'public', url: () => '/api/health' },
+};
+
+type Route = Case & { method: Method; key: string };
+const routes: Route[] = Object.entries(CASES).map(([key, c]) => ({ ...c, key, method: key.split(' ')[0] as Method }));
+const guarded = routes.filter((r): r is Route & { role: Role } => r.role !== 'public');
+
+interface Answer {
+  statusCode: number;
+  headers: Record<string, unknown>;
+  body: string;
+  json(): { message: string };
+}
+
+async function inject(r: Route, headers: Record<string, string>, query = ''): Promise<Answer> {
+  if (!r.stream) return s.app.inject({ method: r.method, url: r.url() + query, payload: r.body, headers });
+  const ac = new AbortController();
+  const res = await fetch(`${s.url}${r.url()}${query}`, { headers, signal: ac.signal });
+  const body = res.ok ? '' : await res.text();
+  ac.abort();
+  return { statusCode: res.status, headers: Object.fromEntries(res.headers), body, json: () => JSON.parse(body) };
+}
 
 describe('roles', () => {
-  it.each(routes.map((r) => [`${r.method} ${r.url()}`, r] as const))('%s: 401 without or with an unknown token, 403 below its role', async (_n, route) => {
+  it('has a case for every route the server registers', () => {
+    const paths = (s.app.swagger() as { paths: Record<string, Record<string, unknown>> }).paths;
+    const registered = Object.entries(paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
+    expect(Object.keys(CASES).sort()).toEqual(registered.sort());
+  });
+
+  it.each(guarded.map((r) => [r.key, r] as const))('%s: 401 without or with an unknown token, 403 below its role', async (_n, route) => {
     const none = await inject(route, {});
     expect(none.statusCode).toBe(401);
     expect(none.json().message).toMatch(/needs a token: send Authorization: Bearer TOKEN/);
@@ -54,7 +106,9 @@ describe('roles', () => {
   });
 
   it('ignores ?token= on every route but the stream', async () => {
-    for (const route of routes) expect((await inject(route, {}, `?token=${TOKENS.admin}`)).statusCode).toBe(401);
+    for (const route of guarded.filter((r) => !r.stream)) {
+      expect((await inject(route, {}, `?token=${TOKENS.admin}`)).statusCode, route.key).toBe(401);
+    }
   });
 
   it('accepts ?token= and the header on the stream, and checks them', async () => {
@@ -71,7 +125,8 @@ describe('roles', () => {
   });
 
   it('keeps health, docs, the OpenAPI document and the board public', async () => {
-    for (const url of ['/api/health', '/api/docs', '/api/openapi.json', '/']) {
+    const open = routes.filter((r) => r.role === 'public').map((r) => r.url());
+    for (const url of [...open, '/api/docs', '/api/openapi.json', '/']) {
       expect((await s.app.inject({ method: 'GET', url })).statusCode, url).toBe(200);
     }
   });

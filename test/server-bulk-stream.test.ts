@@ -1,7 +1,8 @@
 // A bulk action of 20,000 jobs works in transactions of at most 1,000, so an SSE client keeps
 // receiving events while it runs, instead of all of them after one long transaction ends.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { openStream, testServer, until, type TestServer } from './server-support.ts';
+import { openStream, testServer, type TestServer } from './server-support.ts';
+import { waitFor } from './support/wait.ts';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -28,7 +29,7 @@ it('streams the events of a 20,000-job bulk cancel while the action is still run
     return { status: res.status, body: await res.json() };
   });
 
-  await until(() => cancelled().length === N);
+  await waitFor(() => cancelled().length === N, { what: 'cancelled().length === N' });
   expect(await response).toEqual({ status: 200, body: { matched: N, affected: N } });
   // Events arrived before the bulk call returned: its first batches had committed and
   // streamed while later ones were still to come.

@@ -2,7 +2,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HeraldApiError, HeraldClient, type StreamEvent } from '../client/index.ts';
 import { rollupAll } from './support/history.ts';
-import { TOKEN_SPEC, TOKENS, simulateWorker, testServer, until, type TestServer } from './server-support.ts';
+import { TOKEN_SPEC, TOKENS, simulateWorker, testServer, type TestServer } from './server-support.ts';
+import { waitFor } from './support/wait.ts';
 
 let s: TestServer;
 let producer: HeraldClient;
@@ -131,7 +132,7 @@ describe('HeraldClient', () => {
     for (let i = seen.length; i < 40; i++) {
       await producer.enqueue({ kind: 'e', queue: 'other' });
       await producer.enqueue({ kind: 'e', queue: 'streamed' });
-      await until(() => seen.length > i);
+      await waitFor(() => seen.length > i, { what: 'seen.length > i' });
     }
     await consuming;
     expect(seen).toHaveLength(40);
@@ -139,7 +140,7 @@ describe('HeraldClient', () => {
     expect(new Set(seen.map((e) => e.eventId)).size).toBe(40);
     expect(stream.reconnects).toBeGreaterThanOrEqual(5);
     expect(stream.lastEventId).toBe(seen[39].id);
-    await until(() => s.hub.sessions.size === 0);
+    await waitFor(() => s.hub.sessions.size === 0, { what: 's.hub.sessions.size === 0' });
   });
 
   it('rejects a stream it cannot open', async () => {

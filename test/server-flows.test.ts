@@ -5,8 +5,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { openStream, testServer, until, type TestServer } from './server-support.ts';
+import { openStream, testServer, type TestServer } from './server-support.ts';
 import { Worker } from '../worker/worker.ts';
+import { waitFor } from './support/wait.ts';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -118,7 +119,7 @@ describe('flow actions and filters', () => {
       const bulk = await post('/api/jobs/bulk', { action: 'cancel', filter: { flow: flow.id }, dryRun: true });
       expect(bulk.json()).toEqual({ matched: 4 });
       // Every event the stream sends is of this flow: 4 enqueued, 4 cancelled, 4 retried.
-      await until(() => stream.messages.filter((m) => m.json).length >= 12);
+      await waitFor(() => stream.messages.filter((m) => m.json).length >= 12, { what: 'stream.messages.filter((m) => m.json).length >= 12' });
       const sent = stream.messages.filter((m) => m.json).map((m) => m.json!);
       expect(new Set(sent.map((e) => e.flowId))).toEqual(new Set([flow.id]));
       expect(sent.filter((e) => e.type === 'cancelled')).toHaveLength(4);
@@ -133,7 +134,7 @@ describe('flow actions and filters', () => {
     await w.start();
     try {
       const { flow, jobs } = (await post('/api/flows', pipeline)).json();
-      await until(async () => (await get(`/api/flows/${flow.id}`)).json().flow.status !== 'running');
+      await waitFor(async () => (await get(`/api/flows/${flow.id}`)).json().flow.status !== 'running', { what: 'the flow to finish' });
       const detail = (await get(`/api/flows/${flow.id}`)).json();
       expect(detail.flow).toMatchObject({ status: 'succeeded', counts: { succeeded: 4 } });
       expect(detail.flow.finishedAt).not.toBeNull();
@@ -155,7 +156,7 @@ describe('flow actions and filters', () => {
       const res = await post('/api/flows', JSON.parse(fs.readFileSync(path.join(dir, 'flow.json'), 'utf8')));
       expect(res.statusCode, res.body).toBe(201);
       const { flow, jobs } = res.json();
-      await until(async () => (await get(`/api/flows/${flow.id}`)).json().flow.status !== 'running');
+      await waitFor(async () => (await get(`/api/flows/${flow.id}`)).json().flow.status !== 'running', { what: 'the flow to finish' });
       expect((await get(`/api/flows/${flow.id}`)).json().flow.status).toBe('succeeded');
       expect((await get(`/api/jobs/${jobs[4].id}`)).json().result).toEqual({ parts: 3, top: [['the', 3], ['cat', 1], ['end', 1]] });
     } finally {

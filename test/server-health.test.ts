@@ -6,7 +6,8 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { HeraldClient, type StreamEvent } from '../client/index.ts';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
-import { simulateWorker, testServer, until, type TestServer } from './server-support.ts';
+import { simulateWorker, testServer, type TestServer } from './server-support.ts';
+import { waitFor } from './support/wait.ts';
 
 /** A TCP proxy to PostgreSQL that can be cut (connections dropped, port refused) and restored. */
 class CuttableProxy {
@@ -79,13 +80,13 @@ describe('health through a database outage', () => {
     const consuming = (async () => {
       for await (const e of stream) events.push(e);
     })();
-    await until(() => stream.lastEventId !== undefined);
+    await waitFor(() => stream.lastEventId !== undefined, { what: 'stream.lastEventId !== undefined' });
 
     await proxy.cut();
     const down = await health();
     expect(down.status).toBe(503);
     expect(down.body).toMatchObject({ ok: false, db: 'down', tables: [] });
-    await until(async () => (await health()).body.listener === 'down');
+    await waitFor(async () => (await health()).body.listener === 'down', { what: 'health to say the listener is down' });
     const refused = await fetch(`${s.url}/api/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"kind":"k"}' });
     expect(refused.status).toBe(503);
     expect(await refused.json()).toEqual({
@@ -95,27 +96,27 @@ describe('health through a database outage', () => {
       code: 'HERALD_DATABASE_UNAVAILABLE',
     });
     // Metrics still answer; the tailer reports the database down after its next read fails.
-    await until(async () => {
+    await waitFor(async () => {
       const metrics = await fetch(`${s.url}/metrics`);
       expect(metrics.status).toBe(200);
       return /herald_database_up 0/.test(await metrics.text());
-    });
+    }, { what: 'metrics to report the database down' });
 
     // Work goes on behind the server's back, straight into the database.
     await db.queue.enqueueMany(Array.from({ length: 25 }, () => ({ kind: 'during-outage' })));
 
     await proxy.start();
-    await until(async () => {
+    await waitFor(async () => {
       const h = await health();
       return h.status === 200 && h.body.listener === 'up';
-    });
+    }, { what: 'health to say the listener is up again' });
     // The stream that stayed open catches up on what happened meanwhile.
-    await until(() => events.length === 25);
+    await waitFor(() => events.length === 25, { what: 'events.length === 25' });
     expect(events.every((e) => e.kind === 'during-outage')).toBe(true);
     expect(stream.reconnects).toBe(0);
     const ok = await fetch(`${s.url}/api/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"kind":"after"}' });
     expect(ok.status).toBe(201);
-    await until(() => events.length === 26);
+    await waitFor(() => events.length === 26, { what: 'events.length === 26' });
     stream.close();
     await consuming;
   });
@@ -129,15 +130,15 @@ describe('metrics', () => {
       ...Array.from({ length: 6 }, () => ({ kind: 'ok', queue: 'mq' })),
       ...Array.from({ length: 2 }, () => ({ kind: 'bad', queue: 'mq', payload: { fail: true }, maxAttempts: 2 })),
     ]);
-    await until(async () => (await db.queue.counts()).find((c) => c.queue === 'mq')?.failed === 2);
+    await waitFor(async () => (await db.queue.counts()).find((c) => c.queue === 'mq')?.failed === 2, { what: 'two failed jobs in queue mq' });
     stop.abort();
     await Promise.all(workers);
     const value = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
     let text = '';
-    await until(async () => {
+    await waitFor(async () => {
       text = await (await fetch(`${s.url}/metrics`)).text();
       return value(text, 'herald_jobs_failed_total{queue="mq",outcome="failed"}') === 2;
-    });
+    }, { what: 'two failures of mq in /metrics' });
     expect(value(text, 'herald_jobs_enqueued_total{queue="mq"}')).toBe(8);
     expect(value(text, 'herald_jobs_claimed_total{queue="mq"}')).toBe(10);
     expect(value(text, 'herald_jobs_completed_total{queue="mq"}')).toBe(6);
@@ -158,7 +159,7 @@ describe('the stream horizon', () => {
     const consuming = (async () => {
       for await (const e of stream) events.push(e);
     })();
-    await until(() => stream.lastEventId !== undefined);
+    await waitFor(() => stream.lastEventId !== undefined, { what: 'stream.lastEventId !== undefined' });
     const close = async () => {
       stream.close();
       await consuming;
@@ -177,7 +178,7 @@ describe('the stream horizon', () => {
       await other.query('SELECT pg_current_xact_id()');
       const job = await post('beside-other-db');
       // Arrives while the other database's transaction stays open (the old, cluster-wide horizon waited for it).
-      await until(() => events.some((e) => e.jobId === job.id));
+      await waitFor(() => events.some((e) => e.jobId === job.id), { what: 'events.some((e) => e.jobId === job.id)' });
       expect((await health()).body.streamHeldBy).toBeNull();
     } finally {
       await other.query('ROLLBACK');
@@ -196,10 +197,10 @@ describe('the stream horizon', () => {
       await writer.query(`INSERT INTO herald.jobs (kind) VALUES ('long-writer')`);
       const later = await post('behind-long-writer');
       let body: Record<string, unknown> = {};
-      await until(async () => {
+      await waitFor(async () => {
         body = (await health()).body;
         return body.streamHeldBy !== null;
-      });
+      }, { what: 'health to name the transaction holding the stream' });
       expect(body.streamHeldBy).toEqual({
         xid: expect.stringMatching(/^\d+$/),
         pid,
@@ -217,12 +218,12 @@ describe('the stream horizon', () => {
       expect(text).toMatch(new RegExp(`^herald_stream_holder_query_start_timestamp_seconds\\{pid="${pid}",[^}]*\\} \\d`, 'm'));
 
       await writer.query('COMMIT');
-      await until(() => events.some((e) => e.jobId === later.id));
+      await waitFor(() => events.some((e) => e.jobId === later.id), { what: 'events.some((e) => e.jobId === later.id)' });
       const kinds = events.map((e) => e.kind);
       expect(kinds.indexOf('long-writer')).toBeGreaterThanOrEqual(0);
       expect(kinds.indexOf('long-writer')).toBeLessThan(kinds.indexOf('behind-long-writer'));
-      await until(async () => (await health()).body.streamHeldBy === null);
-      await until(async () => !/^herald_stream_holder_transaction_age_seconds\{/m.test(await (await fetch(`${s.url}/metrics`)).text()));
+      await waitFor(async () => (await health()).body.streamHeldBy === null, { what: '(await health()).body.streamHeldBy === null' });
+      await waitFor(async () => !/^herald_stream_holder_transaction_age_seconds\{/m.test(await (await fetch(`${s.url}/metrics`)).text()), { what: 'the holder gauge to leave /metrics' });
     } finally {
       await writer.end();
       await close();

@@ -4,7 +4,8 @@
 // package; .ci/run installs it.
 import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { simulateWorker, testServer, until, type TestServer } from './server-support.ts';
+import { simulateWorker, testServer, type TestServer } from './server-support.ts';
+import { waitFor } from './support/wait.ts';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -32,15 +33,15 @@ it('serves an exposition that promtool accepts, with jobs processed and failed',
   ]);
   const stop = new AbortController();
   const worker = simulateWorker(s.db.queue, 'metrics-worker', stop.signal);
-  await until(async () => {
+  await waitFor(async () => {
     const all = await Promise.all(jobs.map((j) => s.db.queue.get(j.job.id)));
     return all.every((j) => j?.status === 'succeeded' || j?.status === 'failed');
-  });
+  }, { what: 'every job to finish' });
   stop.abort();
   await worker;
   // The tailer has published every event once the failure is counted.
   let text = '';
-  await until(async () => /herald_jobs_failed_total\{queue="a",outcome="failed"\} 1/.test((text = await (await fetch(`${s.url}/metrics`)).text())));
+  await waitFor(async () => /herald_jobs_failed_total\{queue="a",outcome="failed"\} 1/.test((text = await (await fetch(`${s.url}/metrics`)).text())), { what: 'the failed job to be counted in /metrics' });
 
   expect(text).toMatch(/^# TYPE herald_sse_clients_dropped_total counter$/m);
   expect(text).toMatch(/^herald_jobs_completed_total\{queue="b"\} 10$/m);

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTokens } from '../server/auth.ts';
 import { startServer } from '../server/index.ts';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
-import { TOKEN_SPEC, TOKENS, testServer, until } from './server-support.ts';
+import { TOKEN_SPEC, TOKENS, testServer } from './server-support.ts';
+import { waitFor } from './support/wait.ts';
 
 /** A logger at trace level that keeps every line it writes. */
 function capturingLogger() {
@@ -82,7 +83,7 @@ describe('tokens in logs', () => {
       expect((await fetch(`${s.url}/api/events?lastEventId=0&token=not-${TOKENS.admin}`)).status).toBe(401);
       await fetch(`${s.url}/api/jobs?token=${TOKENS.producer}`);
       await fetch(`${s.url}/nowhere?token=${TOKENS.admin}&x=1`);
-      await until(() => lines.filter((l) => l.includes('"msg":"request"')).length >= 3);
+      await waitFor(() => lines.filter((l) => l.includes('"msg":"request"')).length >= 3, { what: 'three request log lines' });
     } finally {
       await s.close();
     }
@@ -149,7 +150,7 @@ describe('/api/health with auth on', () => {
       await s.queue.enqueue({ kind: 'behind-held' });
       const health = async (headers: Record<string, string> = {}) => (await s.app.inject({ method: 'GET', url: '/api/health', headers })).json();
       const viewer = { authorization: `Bearer ${TOKENS.viewer}` };
-      await until(async () => (await health(viewer)).streamHeldBy !== null);
+      await waitFor(async () => (await health(viewer)).streamHeldBy !== null, { what: '(await health(viewer)).streamHeldBy !== null' });
 
       const known = await health(viewer);
       expect(known.streamHeldBy).toMatchObject({ pid: expect.any(Number), applicationName: 'health-test:secret-app' });

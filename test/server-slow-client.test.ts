@@ -4,7 +4,8 @@ import http from 'node:http';
 import { createParser } from 'eventsource-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HeraldClient, type StreamEvent } from '../client/index.ts';
-import { testServer, until, type TestServer } from './server-support.ts';
+import { testServer, type TestServer } from './server-support.ts';
+import { waitFor } from './support/wait.ts';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -33,7 +34,7 @@ describe('slow clients', () => {
     })();
 
     // Events until the paused one overflows (socket buffers first, then its 2000 events).
-    await until(() => s.hub.sessions.size === 2);
+    await waitFor(() => s.hub.sessions.size === 2, { what: 's.hub.sessions.size === 2' });
     let batches = 0;
     while (s.hub.droppedClients === 0) {
       await s.db.queue.enqueueMany(Array.from({ length: 500 }, (_, i) => ({ kind: 'filler', payload: { i, pad: 'x'.repeat(200) } })));
@@ -41,14 +42,14 @@ describe('slow clients', () => {
       await new Promise((r) => setTimeout(r, 20));
     }
     expect(s.hub.droppedClients).toBe(1);
-    await until(() => s.hub.sessions.size === 1);
+    await waitFor(() => s.hub.sessions.size === 1, { what: 's.hub.sessions.size === 1' });
     const metrics = await s.app.inject({ method: 'GET', url: '/metrics' });
     expect(metrics.body).toMatch(/herald_sse_clients_dropped_total 1/);
     expect(metrics.body).toMatch(/herald_sse_clients 1/);
 
     // It reads what was written before the cut, then the stream ends.
     res.resume();
-    await until(() => ended);
+    await waitFor(() => ended, { what: 'ended' });
     const total = batches * 500;
     expect(received.length).toBeGreaterThan(0);
     expect(received.length).toBeLessThan(total);
@@ -64,7 +65,7 @@ describe('slow clients', () => {
     expect([...received, ...rest].map((e) => e.eventId)).toEqual(rows.map((r) => r.id));
 
     // The healthy client got everything, undisturbed.
-    await until(() => healthy.length === total);
+    await waitFor(() => healthy.length === total, { what: 'healthy.length === total' });
     expect(healthy.map((e) => e.eventId)).toEqual(rows.map((r) => r.id));
     expect(healthyStream.reconnects).toBe(0);
     healthyStream.close();
@@ -79,7 +80,7 @@ describe('slow clients', () => {
     const live = new HeraldClient({ baseUrl: other.url }).events();
     const it = live[Symbol.asyncIterator]();
     const first = it.next();
-    await until(() => other.hub.sessions.size === 2);
+    await waitFor(() => other.hub.sessions.size === 2, { what: 'other.hub.sessions.size === 2' });
     await other.close();
     expect(other.hub.sessions.size).toBe(0);
     live.close();

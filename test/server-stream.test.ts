@@ -6,7 +6,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { createParser } from 'eventsource-parser';
 import { HeraldApiError, HeraldClient, type EventStream, type StreamEvent } from '../client/index.ts';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
-import { openStream, simulateWorker, sleep, testServer, until, type TestServer } from './server-support.ts';
+import { openStream, simulateWorker, sleep, testServer, type TestServer } from './server-support.ts';
+import { waitFor } from './support/wait.ts';
 
 let db: TestDatabase;
 let s: TestServer;
@@ -97,7 +98,7 @@ async function workload(workers: number, during: (stop: AbortSignal) => Promise<
   const running = Array.from({ length: workers }, (_, i) => simulateWorker(db.queue, `sim:${i}`, stop.signal));
   try {
     await during(stop.signal);
-    await until(allEnded);
+    await waitFor(allEnded, { what: 'allEnded' });
   } finally {
     stop.abort();
     await Promise.all(running);
@@ -107,7 +108,7 @@ async function workload(workers: number, during: (stop: AbortSignal) => Promise<
 
 /** Waits until each collector holds as many events as expected, and a little longer for any extra. */
 async function receivedAll(collectors: { events: StreamEvent[] }[], expected: number, settleMs = 100): Promise<void> {
-  await until(() => collectors.every((c) => c.events.length >= expected));
+  await waitFor(() => collectors.every((c) => c.events.length >= expected), { what: 'collectors.every((c) => c.events.length >= expected)' });
   await sleep(settleMs);
 }
 
@@ -120,7 +121,7 @@ describe('live stream', () => {
     expect(stream.res.headers.get('herald-cursor')).toMatch(/^\d+\.\d+$/);
     // The fetch resolved, so the server has subscribed this client: nothing after this is missed.
     const { job } = await db.queue.enqueue({ kind: 'after', queue: 'q1', payload: { x: 1 } });
-    await until(() => stream.messages.length === 1);
+    await waitFor(() => stream.messages.length === 1, { what: 'stream.messages.length === 1' });
     await sleep(50);
     expect(stream.messages).toHaveLength(1);
     const [m] = stream.messages;
@@ -139,7 +140,7 @@ describe('live stream', () => {
     const { job } = await db.queue.enqueue({ kind: 'times', runAt, maxAttempts: 2 });
     const [lease] = await db.queue.claim({ worker: 'w', limit: 1, leaseMs: 60_000 });
     await db.queue.fail('w', [{ id: lease.id, attempt: lease.attempt, error: new Error('again') }]);
-    await until(() => stream.messages.length === 3);
+    await waitFor(() => stream.messages.length === 3, { what: 'stream.messages.length === 3' });
     const byType: Record<string, { at: string; data: Record<string, string> }> = Object.fromEntries(
       stream.messages.map((m) => [m.json!.type as string, m.json as { at: string; data: Record<string, string> }]),
     );
@@ -155,9 +156,9 @@ describe('live stream', () => {
   it('replays from 0, then goes on live', async () => {
     const first = await db.queue.enqueueMany(Array.from({ length: 30 }, () => ({ kind: 'k' })));
     const { events, done } = collect(client.events({ lastEventId: '0' }));
-    await until(() => events.length === 30);
+    await waitFor(() => events.length === 30, { what: 'events.length === 30' });
     await db.queue.enqueue({ kind: 'live' });
-    await until(() => events.length === 31);
+    await waitFor(() => events.length === 31, { what: 'events.length === 31' });
     expectSameAsRows(events, await rows());
     expect(events[0].jobId).toBe(first[0].job.id);
     expect(events[30].kind).toBe('live');
@@ -174,22 +175,22 @@ describe('live stream', () => {
     const parser = createParser({ onEvent: (m) => m.data && seen.push(JSON.parse(m.data).eventId) });
     const res = await new Promise<http.IncomingMessage>((resolve) => http.get(`${s.url}/api/events?lastEventId=0`, resolve));
     res.pause();
-    await until(() => s.hub.sessions.size > 0);
+    await waitFor(() => s.hub.sessions.size > 0, { what: 's.hub.sessions.size > 0' });
     res.on('data', (chunk: Buffer) => parser.feed(chunk.toString('utf8')));
     res.resume();
-    await until(() => seen.length === 2500);
+    await waitFor(() => seen.length === 2500, { what: 'seen.length === 2500' });
     expect(seen).toEqual((await rows()).map((r) => r.id));
     res.destroy();
-    await until(() => s.hub.sessions.size === 0);
+    await waitFor(() => s.hub.sessions.size === 0, { what: 's.hub.sessions.size === 0' });
   });
 
   it('resumes a live-only client from where it began, even before its first event', async () => {
     const stream = client.events();
     const { events, done } = collect(stream);
-    await until(() => stream.lastEventId !== undefined);
+    await waitFor(() => stream.lastEventId !== undefined, { what: 'stream.lastEventId !== undefined' });
     stream.reconnect();
     await db.queue.enqueueMany(Array.from({ length: 5 }, () => ({ kind: 'k' })));
-    await until(() => events.length === 5);
+    await waitFor(() => events.length === 5, { what: 'events.length === 5' });
     expectSameAsRows(events, await rows());
     stream.close();
     await done;
@@ -238,7 +239,7 @@ describe('deleted history', () => {
     await db.queue.cancel(a.job.id);
     await db.queue.cancel(b.job.id);
     const before = await openStream(`${s.url}/api/events?lastEventId=0&queue=${queue}`);
-    await until(() => before.messages.length === 4);
+    await waitFor(() => before.messages.length === 4, { what: 'before.messages.length === 4' });
     const cursorBefore = before.messages.at(-1)!.id;
     await before.close();
     expect(await db.queue.bulk('delete', { queue })).toMatchObject({ matched: 2, affected: 2 });
@@ -252,11 +253,11 @@ describe('deleted history', () => {
       const { rows: stats } = await db.pool.query('SELECT sum(enqueued)::int AS n FROM herald.queue_stats WHERE queue = $1', [queue]);
       return stats[0].n as number | null;
     };
-    await until(async () => (await enqueuedInHistory()) !== null);
+    await waitFor(async () => (await enqueuedInHistory()) !== null, { what: '(await enqueuedInHistory()) !== null' });
     expect(await enqueuedInHistory()).toBe(2);
     // A client resuming after the delete sees both jobs go.
     const resumed = await openStream(`${s.url}/api/events?queue=${queue}`, { 'last-event-id': cursorBefore! });
-    await until(() => resumed.messages.length === 2);
+    await waitFor(() => resumed.messages.length === 2, { what: 'resumed.messages.length === 2' });
     // One deleted event per job; the stream orders each job's own events, not one job against another.
     const deletedSeen = resumed.messages.map((m) => [m.event, m.json?.type, m.json?.jobId]).sort((x, y) => String(x[2]).localeCompare(String(y[2])));
     expect(deletedSeen).toEqual([['job', 'deleted', a.job.id], ['job', 'deleted', b.job.id]].sort((x, y) => x[2].localeCompare(y[2])));
@@ -266,13 +267,13 @@ describe('deleted history', () => {
     await db.queue.cleanup(0);
     expect(await rows('queue = $1', [queue])).toEqual([]);
     const stale = await openStream(`${s.url}/api/events?queue=${queue}`, { 'last-event-id': cursorBefore! });
-    await until(() => stale.messages.length >= 1);
+    await waitFor(() => stale.messages.length >= 1, { what: 'stale.messages.length >= 1' });
     expect(stale.messages[0]).toMatchObject({ event: 'reset' });
     await stale.close();
     // From at or past the horizon: no reset.
     const fresh = await openStream(`${s.url}/api/events?queue=${queue}`, { 'last-event-id': after });
     const { id } = await db.queue.enqueue({ kind: 'k', queue }).then((r) => r.job);
-    await until(() => fresh.messages.some((m) => m.json?.jobId === id));
+    await waitFor(() => fresh.messages.some((m) => m.json?.jobId === id), { what: 'fresh.messages.some((m) => m.json?.jobId === id)' });
     expect(fresh.messages.map((m) => m.event)).toEqual(['job']);
     await fresh.close();
   });
@@ -296,7 +297,7 @@ describe('stream cap', () => {
         code: 'HERALD_TOO_MANY_STREAMS',
       });
       first.abort();
-      await until(() => capped.hub.sessions.size < 2);
+      await waitFor(() => capped.hub.sessions.size < 2, { what: 'capped.hub.sessions.size < 2' });
       const again = await open();
       expect(again.status).toBe(200);
       await again.body?.cancel();
@@ -362,7 +363,7 @@ describe('filters', () => {
     await workload(2, () => produce(40));
     const odd = await rows(`queue = 'odd'`);
     const one = await rows('job_id = $1', [target]);
-    await until(() => byQueue.events.length >= odd.length && byJob.events.length >= one.length);
+    await waitFor(() => byQueue.events.length >= odd.length && byJob.events.length >= one.length, { what: 'byQueue.events.length >= odd.length && byJob.events.length >= one.length' });
     await sleep(100);
     expectSameAsRows(byQueue.events, odd);
     expectSameAsRows(byJob.events, one);
@@ -408,7 +409,7 @@ describe('two servers on one database', () => {
         while (stream.reconnects < 40) {
           await sleep(10 + Math.random() * 40);
           stream.reconnect();
-          await until(() => n > stream.reconnects);
+          await waitFor(() => n > stream.reconnects, { what: 'n > stream.reconnects' });
         }
         await producing;
       });

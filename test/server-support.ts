@@ -53,11 +53,6 @@ export async function testServer(opts: Partial<ServerOptions> & { listen?: boole
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Waits for a condition without a time limit of its own (the test timeout is the limit). */
-export async function until(fn: () => boolean | Promise<boolean>, everyMs = 20): Promise<void> {
-  while (!(await fn())) await sleep(everyMs);
-}
-
 /**
  * An in-process worker built from the core API: claims, then completes each job, or fails it
  * when its payload says `{fail: true}`, or reports progress first when it says `{progress: n}`.

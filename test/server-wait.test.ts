@@ -1,7 +1,8 @@
 // ?wait=MS on POST /api/jobs, and idempotency under concurrency, over real HTTP.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
-import { simulateWorker, sleep, testServer, until, type TestServer } from './server-support.ts';
+import { simulateWorker, sleep, testServer, type TestServer } from './server-support.ts';
+import { waitFor } from './support/wait.ts';
 
 let db: TestDatabase;
 let s: TestServer;
@@ -63,7 +64,7 @@ describe('?wait', () => {
 
   it('ends when the job is cancelled while it waits', async () => {
     const held = enqueue({ kind: 'slow' }, '?wait=60000');
-    await until(async () => (await db.queue.get('1')) !== null);
+    await waitFor(async () => (await db.queue.get('1')) !== null, { what: 'job 1 to exist' });
     await fetch(`${s.url}/api/jobs/1/cancel`, { method: 'POST' });
     const res = await held;
     expect(res.status).toBe(201);
@@ -73,7 +74,7 @@ describe('?wait', () => {
   it('is driven by events: the row is read once per terminal event, not polled', async () => {
     const get = vi.spyOn(s.queue, 'get');
     const held = enqueue({ kind: 'stepper' }, '?wait=60000');
-    await until(async () => (await db.queue.get('1')) !== null);
+    await waitFor(async () => (await db.queue.get('1')) !== null, { what: 'job 1 to exist' });
     // Many non-terminal events (claim, 30 progress reports) while the reply waits.
     const [job] = await db.queue.claim({ worker: 'manual', limit: 1 });
     for (let p = 1; p <= 30; p++) await db.queue.progress('manual', job, p);
@@ -90,7 +91,7 @@ describe('?wait', () => {
   it('answers held replies at once when the server shuts down', async () => {
     const other = await testServer({ db, listen: true });
     const held = fetch(`${other.url}/api/jobs?wait=60000`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"kind":"never"}' });
-    await until(async () => (await db.queue.get('1')) !== null);
+    await waitFor(async () => (await db.queue.get('1')) !== null, { what: 'job 1 to exist' });
     const closing = other.close();
     const res = await held;
     expect(res.status).toBe(202);

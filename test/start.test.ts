@@ -9,6 +9,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startEmbedded } from '../queue/embedded.ts';
 import { spawnCommand, spawnHerald, type HeraldProcess } from './support/herald-process.ts';
+import { waitFor } from './support/wait.ts';
 
 let proc: HeraldProcess | undefined;
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-start-'));
@@ -62,7 +63,10 @@ describe('herald start', () => {
     });
     expect(schedule.status).toBe(201);
     const made = async () => ((await (await fetch(`${url}/api/jobs?kind=echo&limit=10`)).json()) as { jobs: { idempotencyKey: string | null }[] }).jobs;
-    while ((await made()).filter((j) => j.idempotencyKey?.startsWith('schedule:')).length < 2) await new Promise((r) => setTimeout(r, 100));
+    await waitFor(async () => (await made()).filter((j) => j.idempotencyKey?.startsWith('schedule:')).length >= 2, {
+      what: 'two jobs made by the schedule',
+      everyMs: 100,
+    });
     expect(proc.lines.filter((l) => /schedul/i.test(String(l.msg)))).toEqual([]);
     expect(proc.lines.filter((l) => (l.level ?? 0) >= 40)).toEqual([]);
     const board = await fetch(`${url}/`);

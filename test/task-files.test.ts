@@ -5,8 +5,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { until, workerTestContext } from './fixtures/worker-process.ts';
+import { workerTestContext } from './fixtures/worker-process.ts';
 import { spawnHerald, type HeraldProcess } from './support/herald-process.ts';
+import { waitFor } from './support/wait.ts';
 
 const t = workerTestContext();
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-tasks-'));
@@ -61,10 +62,10 @@ describe('task files outside the repository', () => {
     // One worker per directory, all on the same database.
     for (const d of dirs) await t.spawn({ args: ['--tasks', path.join(root, d.name), '--queues', d.name] });
     const jobs = await t.db.queue.enqueueMany(kinds.map((kind, n) => ({ kind, payload: { n }, queue: kind.split('-')[0] })));
-    const done = await until(async () => {
+    const done = await waitFor(async () => {
       const all = await Promise.all(jobs.map((j) => t.db.queue.get(j.job.id)));
       return all.every((j) => j && ['succeeded', 'failed'].includes(j.status)) && all;
-    }, 'every task job to finish', 60_000);
+    }, { what: 'every task job to finish', timeoutMs: 60_000 });
     expect(done.map((j) => [j!.kind, j!.status, j!.result])).toEqual(kinds.map((kind, n) => [kind, 'succeeded', { doubled: n * 2 }]));
   });
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
 import { spawnHerald, type HeraldProcess } from './support/herald-process.ts';
-import { until } from './server-support.ts';
+import { waitFor } from './support/wait.ts';
 
 interface OtlpSpan { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; links?: { traceId: string; spanId: string }[]; attributes: { key: string; value: Record<string, unknown> }[] }
 interface Received { contentType: string; body: Buffer }
@@ -71,7 +71,7 @@ it('follows an HTTP POST with a traceparent to the handler’s own span, over OT
   expect(sendTrace).toBe(traceId);
 
   // The worker's spans arrive as JSON: process QUEUE linked to the send, the handler's span inside it.
-  await until(() => jsonSpans().some((s) => s.name === 'handler work'));
+  await waitFor(() => jsonSpans().some((s) => s.name === 'handler work'), { what: 'the handler\'s span to be exported as JSON' });
   const spans = jsonSpans();
   const processSpan = spans.find((s) => s.name === 'process traced')!;
   expect(processSpan.kind).toBe(5); // CONSUMER
@@ -84,7 +84,7 @@ it('follows an HTTP POST with a traceparent to the handler’s own span, over OT
   expect(own.traceId).toBe(processSpan.traceId);
 
   // The server's spans arrive as protobuf: the request's trace and the send span are in them.
-  await until(() => received.some((r) => r.contentType === 'application/x-protobuf' && r.body.includes(Buffer.from(sendSpan, 'hex'))));
+  await waitFor(() => received.some((r) => r.contentType === 'application/x-protobuf' && r.body.includes(Buffer.from(sendSpan, 'hex'))), { what: 'the send span to be exported as protobuf' });
   const proto = received.find((r) => r.body.includes(Buffer.from(sendSpan, 'hex')))!;
   expect(proto.body.includes(Buffer.from(traceId, 'hex'))).toBe(true);
   expect(proto.body.includes(Buffer.from('send traced'))).toBe(true);

@@ -3,9 +3,10 @@
 // on the same attempt, run once. The worker's traffic goes through a TCP proxy that drops all
 // its connections, and holds the new ones until a reaper has had its look at the missing lock.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { until, workerTestContext } from './fixtures/worker-process.ts';
-import { GATED_TASKS_DIR, Gates } from './support/gates.ts';
+import { workerTestContext } from './fixtures/worker-process.ts';
+import { GATED_TASKS_DIR, Gates, finishesOnFirstAttempt } from './support/gates.ts';
 import { TcpProxy } from './support/tcp-proxy.ts';
+import { waitFor } from './support/wait.ts';
 
 const t = workerTestContext();
 let gates: Gates;
@@ -27,7 +28,7 @@ it('a worker whose connections are all cut once keeps its job: it finishes on th
   const blipped = await t.spawn({ args, env, databaseUrl: proxy.route(db.url) });
   const gate = gates.create();
   const { job } = await db.queue.enqueue({ kind: 'gated', payload: { gate: gate.url } });
-  await until(async () => (await db.queue.get(job.id))?.status === 'running', 'the job to start');
+  await waitFor(async () => (await db.queue.get(job.id))?.status === 'running', { what: 'the job to start' });
   // An idle worker on a direct connection: its reaper runs every half second.
   await t.spawn({ args, env });
 
@@ -36,31 +37,19 @@ it('a worker whose connections are all cut once keeps its job: it finishes on th
   expect(proxy.cut).toBeGreaterThanOrEqual(2); // the listener and at least one pool connection
   // Held until a reaper has acted on the missing lock: it either took the job (a death), or
   // gave its lease a short grace (a blip, maybe).
-  await until(async () => {
+  await waitFor(async () => {
     const { rows } = await db.pool.query(
       `SELECT status, attempt, lease_expires_at < now() + interval '5 seconds' AS short FROM herald.jobs WHERE id = $1`,
       [job.id],
     );
     return rows[0].status !== 'running' || rows[0].attempt !== 1 || rows[0].short;
-  }, 'a reaper to act on the vanished liveness lock');
+  }, { what: 'a reaper to act on the vanished liveness lock' });
   proxy.release();
   await blipped.waitForLog((l) => l.msg === 'listener reconnected' && new Date(l.time as number) > cutAt);
   // Back within the grace, it renewed the lease: still its job, on attempt 1, lease long again.
-  await until(async () => {
+  await waitFor(async () => {
     const { rows } = await db.pool.query(`SELECT lease_expires_at > now() + interval '5 seconds' AS long FROM herald.jobs WHERE id = $1`, [job.id]);
     return rows[0].long;
-  }, 'the lease to be renewed');
-  gate.open();
-  const done = await until(async () => {
-    const j = await db.queue.get(job.id);
-    return j?.status === 'succeeded' ? j : null;
-  }, 'the job to finish');
-  expect(done.attempt).toBe(1);
-  const events = await db.queue.events(job.id);
-  expect(events.map((e) => [e.type, e.attempt, e.worker])).toEqual([
-    ['enqueued', 0, null],
-    ['claimed', 1, blipped.id],
-    ['progress', 1, blipped.id],
-    ['succeeded', 1, blipped.id],
-  ]);
+  }, { what: 'the lease to be renewed' });
+  await finishesOnFirstAttempt(db.queue, gate, job.id, blipped.id);
 });

@@ -2,7 +2,8 @@
 // too; gone within seconds of a SIGKILL, at once on a clean stop), timeoutMs against a handler
 // that ignores its signal, and expireAt never starting a job late.
 import { expect, it } from 'vitest';
-import { HELD_TASKS_DIR, until, workerTestContext } from './fixtures/worker-process.ts';
+import { HELD_TASKS_DIR, workerTestContext } from './fixtures/worker-process.ts';
+import { waitFor } from './support/wait.ts';
 
 const t = workerTestContext();
 const ENV = { HERALD_POLL_MS: '60000' };
@@ -27,7 +28,7 @@ it('registers every worker, idle ones too; a SIGKILLed one leaves the list withi
 
   a.child.kill('SIGKILL');
   await a.exited;
-  await until(async () => !(await t.db.queue.workers()).some((w) => w.worker === a.id), 'the killed worker to leave the list', 10_000);
+  await waitFor(async () => !(await t.db.queue.workers()).some((w) => w.worker === a.id), { what: 'the killed worker to leave the list', timeoutMs: 10_000 });
   b.child.kill('SIGTERM');
   await b.exited;
   expect(await t.db.queue.workers()).toEqual([]);
@@ -38,16 +39,16 @@ it('registers every worker, idle ones too; a SIGKILLed one leaves the list withi
 it('timeoutMs fails the attempt at the timeout although the handler ignores its signal, and keeps its slot until it returns', async () => {
   const w = await t.spawn({ env: ENV, args: ['--concurrency', '1', '--queues', 'to', '--tasks', HELD_TASKS_DIR] });
   const { job } = await t.db.queue.enqueue({ kind: 'hold', queue: 'to', timeoutMs: 300, maxAttempts: 1 });
-  await until(async () => (await status(job.id)) === 'failed', 'the attempt to fail at its timeout');
+  await waitFor(async () => (await status(job.id)) === 'failed', { what: 'the attempt to fail at its timeout' });
   const events = await t.db.queue.events(job.id);
   expect(events.map((e) => e.type)).toEqual(['enqueued', 'claimed', 'failed']);
   expect(events[2].data).toMatchObject({ error: `job ${job.id} timed out after 300 ms (timeoutMs)` });
   expect((await t.db.queue.get(job.id))!.lastError).toMatchObject({ name: 'TimeoutError' });
   // The handler records the signal it saw; that write may land after the failure's.
-  const signals = await until(async () => {
+  const signals = await waitFor(async () => {
     const { rows } = await t.db.pool.query('SELECT name, message FROM test_signals WHERE job = $1', [job.id]);
     return rows.length > 0 ? rows : null;
-  }, 'the handler to record its signal');
+  }, { what: 'the handler to record its signal' });
   expect(signals).toEqual([{ name: 'TimeoutError', message: `job ${job.id} timed out after 300 ms (timeoutMs)` }]);
 
   // The handler still runs (it was never released), so the worker's only slot stays taken: the
@@ -57,7 +58,7 @@ it('timeoutMs fails the attempt at the timeout although the handler ignores its 
   await w.waitForLog((l) => l.msg === 'claim deferred: no free slot' && l.reason === 'notify to');
   expect(await status(next.id)).toBe('queued');
   await release(job.id);
-  await until(async () => (await status(next.id)) === 'succeeded', 'the next job to run once the slot is free');
+  await waitFor(async () => (await status(next.id)) === 'succeeded', { what: 'the next job to run once the slot is free' });
   // What the late handler returned changed nothing.
   expect(await status(job.id)).toBe('failed');
   expect(await types(job.id)).toEqual(['enqueued', 'claimed', 'failed']);
@@ -66,13 +67,13 @@ it('timeoutMs fails the attempt at the timeout although the handler ignores its 
 it('expireAt: a job still queued at that time never starts, even when a slot frees later', async () => {
   await t.spawn({ env: ENV, args: ['--concurrency', '1', '--queues', 'exp', '--tasks', HELD_TASKS_DIR] });
   const { job: blocker } = await t.db.queue.enqueue({ kind: 'hold', queue: 'exp' });
-  await until(async () => (await status(blocker.id)) === 'running', 'the blocker to take the only slot');
+  await waitFor(async () => (await status(blocker.id)) === 'running', { what: 'the blocker to take the only slot' });
   const { rows } = await t.db.pool.query(`SELECT now() + interval '300 milliseconds' AS at`);
   const { job } = await t.db.queue.enqueue({ kind: 'echo', queue: 'exp', expireAt: rows[0].at });
   // The database's clock passes expireAt while the job waits; only then does the slot free.
-  await until(async () => (await t.db.pool.query('SELECT now() > $1 AS past', [rows[0].at])).rows[0].past, 'expireAt to pass');
+  await waitFor(async () => (await t.db.pool.query('SELECT now() > $1 AS past', [rows[0].at])).rows[0].past, { what: 'expireAt to pass' });
   await release(blocker.id);
-  await until(async () => (await status(job.id)) === 'cancelled', 'the job to expire');
+  await waitFor(async () => (await status(job.id)) === 'cancelled', { what: 'the job to expire' });
   expect(await types(job.id)).toEqual(['enqueued', 'expired']);
   expect((await t.db.queue.get(job.id))!.attempt).toBe(0);
 });

@@ -1,12 +1,13 @@
 // Waking up: the listener survives pg_terminate_backend, and without LISTEN the worker polls.
 import { describe, expect, it } from 'vitest';
 import { createTestDatabase } from './support/db.ts';
-import { until, workerTestContext, type WorkerProcess } from './fixtures/worker-process.ts';
+import { workerTestContext, type WorkerProcess } from './fixtures/worker-process.ts';
+import { waitFor } from './support/wait.ts';
 
 const t = workerTestContext();
 
 const succeeded = (id: string, what: string, timeoutMs?: number) =>
-  until(async () => (await t.db.queue.get(id))?.status === 'succeeded', what, timeoutMs);
+  waitFor(async () => (await t.db.queue.get(id))?.status === 'succeeded', { what: what, timeoutMs: timeoutMs });
 
 const listenerPid = async (w: WorkerProcess): Promise<number | null> => {
   const { rows } = await t.db.pool.query(

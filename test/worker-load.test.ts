@@ -1,7 +1,8 @@
 // Three worker processes with ten slots each share 5,000 jobs, a fifth of them failing once:
 // every job succeeds exactly once, and the attempts agree with the event log.
 import { expect, it } from 'vitest';
-import { until, workerTestContext } from './fixtures/worker-process.ts';
+import { workerTestContext } from './fixtures/worker-process.ts';
+import { waitFor } from './support/wait.ts';
 
 const JOBS = 5_000;
 const t = workerTestContext();
@@ -18,10 +19,10 @@ it('runs 5,000 jobs on 3 workers × 10 slots: each succeeds once, attempts match
   );
   for (let i = 0; i < JOBS; i += 1_000) await db.queue.enqueueMany(inputs.slice(i, i + 1_000));
 
-  await until(async () => {
+  await waitFor(async () => {
     const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM herald.jobs WHERE status <> 'succeeded'`);
     return rows[0].n === 0;
-  }, 'all jobs to succeed', 100_000, 200);
+  }, { what: 'all jobs to succeed', timeoutMs: 100_000, everyMs: 200 });
 
   const { rows } = await db.pool.query(`
     SELECT j.id, j.kind, j.attempt,

@@ -1,7 +1,8 @@
 // Which worker runs what, and stopping a job: capabilities, --tasks DIR, and cancel.
 import { beforeAll, expect, it } from 'vitest';
 import type { TestDatabase } from './support/db.ts';
-import { TASKS_DIR, until, workerTestContext, type WorkerProcess } from './fixtures/worker-process.ts';
+import { TASKS_DIR, workerTestContext, type WorkerProcess } from './fixtures/worker-process.ts';
+import { waitFor } from './support/wait.ts';
 
 const t = workerTestContext();
 let db: TestDatabase;
@@ -18,10 +19,10 @@ beforeAll(async () => {
 });
 
 const finished = (ids: string[]) =>
-  until(async () => {
+  waitFor(async () => {
     const jobs = await Promise.all(ids.map((id) => db.queue.get(id)));
     return jobs.every((j) => j && ['succeeded', 'failed', 'cancelled'].includes(j.status)) ? jobs.map((j) => j!) : null;
-  }, `jobs ${ids.join(', ')} to finish`);
+  }, { what: `jobs ${ids.join(', ')} to finish` });
 
 it('gives a job that requires gpu only to the worker with --capabilities gpu', async () => {
   const enqueued = await db.queue.enqueueMany(
@@ -56,7 +57,7 @@ it('leaves a kind no worker has a task for queued, untouched', async () => {
 
 it('cancels a running sleep: its signal fires and the job ends cancelled', async () => {
   const { job } = await db.queue.enqueue({ kind: 'sleep', payload: { ms: 120_000 } });
-  await until(async () => (await db.queue.get(job.id))?.status === 'running', 'the sleep to start');
+  await waitFor(async () => (await db.queue.get(job.id))?.status === 'running', { what: 'the sleep to start' });
   await db.queue.cancel(job.id);
   const [done] = await finished([job.id]);
   expect(done).toMatchObject({ status: 'cancelled', attempt: 1, result: null, cancelRequested: true });

@@ -1,8 +1,9 @@
 // SIGTERM: the worker stops claiming, lets short jobs finish, hands back the ones still running
 // when the grace period ends (event 'released', attempt not burned) and exits 0.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { until, workerTestContext } from './fixtures/worker-process.ts';
+import { workerTestContext } from './fixtures/worker-process.ts';
 import { GATED_TASKS_DIR, Gates } from './support/gates.ts';
+import { waitFor } from './support/wait.ts';
 
 const t = workerTestContext();
 let gates: Gates;
@@ -25,10 +26,10 @@ it('drains short jobs, releases long ones after the grace period, and exits 0', 
     { kind: 'gated', payload: { gate: shortGate.url } },
     { kind: 'gated', payload: { gate: gates.create().url } },
   ]);
-  await until(async () => {
+  await waitFor(async () => {
     const jobs = await Promise.all([short, long].map((e) => db.queue.get(e.job.id)));
     return jobs.every((j) => j?.status === 'running');
-  }, 'both jobs to run');
+  }, { what: 'both jobs to run' });
 
   worker.child.kill('SIGTERM');
   // Claiming stopped: a job enqueued now stays queued.

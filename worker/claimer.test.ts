@@ -1,10 +1,14 @@
 // The wake-up rules, with a fake claim: coalescing, "full means more", retries, scheduled times.
-import { describe, expect, it } from 'vitest';
+// A chain of claims ends when one comes back short and the claimer asks for the next scheduled
+// time (nextRunAt): the tests wait for that, then count the claims. Scheduled times run on
+// fake timers.
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { pino } from 'pino';
 import { Claimer } from './claimer.ts';
+import { waitFor } from '../test/support/wait.ts';
 
 const logger = pino({ level: 'silent' });
-const settle = (ms = 20) => new Promise((r) => setTimeout(r, ms));
+afterEach(() => void vi.useRealTimers());
 
 function harness(opts: { free?: number; answers?: (limit: number, call: number) => number | Error } = {}) {
   const calls: number[] = [];
@@ -40,6 +44,10 @@ function harness(opts: { free?: number; answers?: (limit: number, call: number) 
     get most() {
       return most;
     },
+    /** Resolves once `n` chains of claims have ended. */
+    ended(n = 1) {
+      return waitFor(() => nextRuns.length >= n, { what: `${n} chain(s) of claims to end` });
+    },
     hold() {
       held = true;
     },
@@ -57,7 +65,8 @@ describe('Claimer', () => {
   it('claims at once on a wake-up, sized to the free slots', async () => {
     const h = harness({ free: 7 });
     h.claimer.wake('notify');
-    await settle();
+    expect(h.calls).toEqual([7]);
+    await h.ended();
     expect(h.calls).toEqual([7]);
     await h.claimer.stop();
   });
@@ -66,10 +75,10 @@ describe('Claimer', () => {
     const h = harness();
     h.hold();
     h.claimer.wake('notify');
-    await settle(5);
+    expect(h.calls).toHaveLength(1);
     for (let i = 0; i < 5; i++) h.claimer.wake('notify');
     h.releaseAll();
-    await settle();
+    await h.ended();
     expect(h.calls).toHaveLength(2);
     expect(h.most).toBe(1);
     await h.claimer.stop();
@@ -78,7 +87,7 @@ describe('Claimer', () => {
   it('claims again while claims come back full, then asks for the next scheduled time', async () => {
     const h = harness({ free: 4, answers: (limit, call) => (call < 3 ? limit : 1) });
     h.claimer.wake('notify');
-    await settle(50);
+    await h.ended();
     expect(h.calls).toEqual([4, 4, 4]);
     expect(h.nextRuns).toHaveLength(1);
     await h.claimer.stop();
@@ -87,11 +96,10 @@ describe('Claimer', () => {
   it('waits for a free slot, and claims when one frees', async () => {
     const h = harness({ free: 0 });
     h.claimer.wake('notify');
-    await settle();
     expect(h.calls).toEqual([]);
     h.setFree(2);
     h.claimer.slotFreed();
-    await settle();
+    await h.ended();
     expect(h.calls).toEqual([2]);
     await h.claimer.stop();
   });
@@ -99,18 +107,19 @@ describe('Claimer', () => {
   it('retries a claim that failed', async () => {
     const h = harness({ answers: (_l, call) => (call === 1 ? new Error('db down') : 0) });
     h.claimer.wake('notify');
-    await settle(300);
+    await h.ended();
     expect(h.calls.length).toBe(2);
     await h.claimer.stop();
   });
 
   it('wakes at a scheduled time', async () => {
+    vi.useFakeTimers();
     const h = harness();
     h.claimer.dueAtTime(Date.now() + 30);
     h.claimer.dueAtTime(Date.now() + 10_000); // a later time does not push the earlier one back
-    await settle(10);
+    await vi.advanceTimersByTimeAsync(29);
     expect(h.calls).toEqual([]);
-    await settle(60);
+    await vi.advanceTimersByTimeAsync(1);
     expect(h.calls).toEqual([10]);
     await h.claimer.stop();
   });

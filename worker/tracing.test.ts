@@ -7,9 +7,9 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
-import { until } from '../test/fixtures/worker-process.ts';
 import { tracing } from '../queue/tracing.ts';
 import { Worker } from './worker.ts';
+import { waitFor } from '../test/support/wait.ts';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -73,8 +73,8 @@ describe('tracing', () => {
     const w = new Worker({ databaseUrl: db.url, concurrency: 1, pollMs: 50, queues: ['traced'], tasks: { flaky }, backoffBaseMs: 1, backoffMaxMs: 1 });
     await w.start();
     try {
-      await until(async () => (await db.queue.get(job.id))?.status === 'succeeded', 'the retry to succeed');
-      await until(async () => named('process traced').length === 2, 'both process spans to end');
+      await waitFor(async () => (await db.queue.get(job.id))?.status === 'succeeded', { what: 'the retry to succeed' });
+      await waitFor(async () => named('process traced').length === 2, { what: 'both process spans to end' });
     } finally {
       await w.stop();
     }

@@ -2,11 +2,11 @@
 // take, fencing, timers instead of polls, and the shutdown signal.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
-import { until } from '../test/fixtures/worker-process.ts';
 import type { Job } from '../queue/job.ts';
 import { loadConfig } from '../queue/config.ts';
 import { Worker, type WorkerOptions } from './worker.ts';
 import type { TaskContext } from './tasks.ts';
+import { waitFor } from '../test/support/wait.ts';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -28,10 +28,10 @@ async function withWorker(opts: Partial<WorkerOptions>, fn: (w: Worker, queue: s
 }
 
 const finished = (id: string) =>
-  until(async () => {
+  waitFor(async () => {
     const j = await db.queue.get(id);
     return j && ['succeeded', 'failed', 'cancelled'].includes(j.status) ? j : null;
-  }, `job ${id} to finish`);
+  }, { what: `job ${id} to finish` });
 
 describe('handlers', () => {
   it('get the job, a signal, progress and a logger; the result is stored', async () => {
@@ -118,13 +118,14 @@ describe('fencing', () => {
     // Renewals every 100 ms.
     await withWorker({ tasks: { hang: task }, leaseMs: 300 }, async (w, queue) => {
       const { job } = await db.queue.enqueue({ kind: 'hang', queue });
-      await until(async () => (await db.queue.get(job.id))?.status === 'running', 'the job to run');
+      await waitFor(async () => (await db.queue.get(job.id))?.status === 'running', { what: 'the job to run' });
       // Another worker took over a newer attempt (what the reaper plus a re-claim would do).
       await db.pool.query(`UPDATE herald.jobs SET attempt = 2, locked_by = 'someone-else' WHERE id = $1`, [job.id]);
-      await until(async () => returned, 'the handler to return after its signal fired');
+      await waitFor(async () => returned, { what: 'the handler to return after its signal fired' });
       expect(reason).toMatchObject({ name: 'LeaseLostError' });
       expect(String((reason as Error).message)).toContain(w.id);
-      await new Promise((r) => setTimeout(r, 100)); // room for a wrongful write to land
+      // A stopped worker has written every outcome it was going to write.
+      await w.stop();
       expect(await db.queue.get(job.id)).toMatchObject({ status: 'running', attempt: 2, lockedBy: 'someone-else', result: null });
       expect((await db.queue.events(job.id)).map((e) => e.type)).toEqual(['enqueued', 'claimed']);
     });
@@ -164,7 +165,7 @@ describe('stop()', () => {
     const queue = `q${queueNo + 1}`;
     await withWorker({ tasks: { hang: task }, shutdownGraceMs: 50 }, async () => {
       ({ job } = await db.queue.enqueue({ kind: 'hang', queue }));
-      await until(async () => (await db.queue.get(job!.id))?.status === 'running', 'the job to run');
+      await waitFor(async () => (await db.queue.get(job!.id))?.status === 'running', { what: 'the job to run' });
     });
     expect(reason).toMatchObject({ name: 'ShutdownError' });
     expect(await db.queue.get(job!.id)).toMatchObject({ status: 'queued', attempt: 0, lastError: null });

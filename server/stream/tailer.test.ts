@@ -2,9 +2,9 @@
 // out, where a statement of the same name may already exist (42P05) or be missing (26000).
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../test/support/db.ts';
-import { until } from '../../test/server-support.ts';
 import { Fanout, type StreamMessage } from './fanout.ts';
 import { Tailer } from './tailer.ts';
+import { waitFor } from '../../test/support/wait.ts';
 
 let db: TestDatabase;
 
@@ -27,11 +27,11 @@ it('reads on behind a pooler: a prepared statement name that already exists make
 
   // Other test files' transactions (in their own databases) may hold the first read back until the
   // tailer has told them apart; wake it until the event arrives, as NOTIFY would.
-  await until(async () => {
+  await waitFor(async () => {
     tailer.wake();
     await tailer['idle'];
     return got.length > 0;
-  });
+  }, { what: 'the tailer to deliver the first event' });
 
   expect(tailer.dbUp).toBe(true);
   expect(got.map((m) => m.event.jobId)).toEqual([job.id]);

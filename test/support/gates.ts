@@ -6,6 +6,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
+import type { Queue } from '../../queue/queue.ts';
+import { waitFor } from './wait.ts';
 
 /** `--tasks` for a worker that runs gated jobs. */
 export const GATED_TASKS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'gated-tasks');
@@ -17,9 +20,12 @@ export interface Gate {
   open(step?: number): void;
   /** Resolves once the task is waiting at `step` (it has reported every step before it). */
   reached(step: number): Promise<void>;
+  /** How many times a task came to step 1: each run of the job (each attempt) comes once. */
+  readonly starts: number;
 }
 
 interface GateState {
+  starts: number;
   opened: number;
   waiting: number;
   held: { step: number; res: http.ServerResponse }[];
@@ -44,7 +50,7 @@ export class Gates {
 
   create(): Gate {
     const name = `g${++this.next}`;
-    const state: GateState = { opened: 0, waiting: 0, held: [], watchers: [] };
+    const state: GateState = { starts: 0, opened: 0, waiting: 0, held: [], watchers: [] };
     this.gates.set(name, state);
     return {
       url: `${this.base}/${name}`,
@@ -54,6 +60,9 @@ export class Gates {
       },
       reached: (step) =>
         state.waiting >= step ? Promise.resolve() : new Promise((resolve) => state.watchers.push({ step, resolve })),
+      get starts() {
+        return state.starts;
+      },
     };
   }
 
@@ -65,6 +74,7 @@ export class Gates {
       res.writeHead(404).end(`no gate ${req.url}`);
       return;
     }
+    if (step === 1) state.starts++;
     state.waiting = Math.max(state.waiting, step);
     state.watchers = state.watchers.filter((w) => (w.step <= state.waiting ? (w.resolve(), false) : true));
     if (step <= state.opened) {
@@ -80,4 +90,25 @@ export class Gates {
     this.server.closeAllConnections();
     await new Promise((resolve) => this.server.close(resolve));
   }
+}
+
+/**
+ * Opens the gate of a job that `worker` claimed once and asserts that it then finishes on that
+ * first attempt, run once: one start at the gate, and no event of a second attempt.
+ */
+export async function finishesOnFirstAttempt(queue: Queue, gate: Gate, jobId: string, worker: string): Promise<void> {
+  gate.open();
+  const done = await waitFor(async () => {
+    const j = await queue.get(jobId);
+    return j?.status === 'succeeded' ? j : null;
+  }, { what: `job ${jobId} to finish` });
+  expect(done.attempt).toBe(1);
+  expect(gate.starts).toBe(1);
+  const events = await queue.events(jobId);
+  expect(events.map((e) => [e.type, e.attempt, e.worker])).toEqual([
+    ['enqueued', 0, null],
+    ['claimed', 1, worker],
+    ['progress', 1, worker],
+    ['succeeded', 1, worker],
+  ]);
 }

@@ -1,4 +1,5 @@
-// Bad input: 10,000 generated requests (fast-check) across every route, method, header, query
+// Bad input: 10,000 generated requests (fast-check) across every route (read from the server's
+// OpenAPI document, so a new route is in without a change here), method, header, query
 // string and body shape. Every answer is a success or a 4xx, never a 5xx or a hang, and the
 // database ends up holding exactly what the accepted requests wrote.
 import fc from 'fast-check';
@@ -60,17 +61,34 @@ const body = fc.oneof(
 );
 
 const idPart = fc.oneof(fc.constant('@existing'), fc.bigInt({ min: 0n, max: 10n ** 20n }).map(String), nasty.map(encodeURIComponent));
-const path = fc.oneof(
-  fc.constant('/api/jobs'),
-  fc.constant('/api/jobs/batch'),
-  fc.constant('/api/jobs/bulk'),
-  nasty.map((q) => `/api/queues/${encodeURIComponent(q)}/stats`),
-  idPart.map((id) => `/api/jobs/${id}`),
-  idPart.map((id) => `/api/jobs/${id}/events`),
-  idPart.map((id) => `/api/jobs/${id}/cancel`),
-  idPart.map((id) => `/api/jobs/${id}/retry`),
-  fc.constantFrom('/api/queues', '/api/workers', '/api/health', '/metrics', '/api/events', '/api/openapi.json', '/', '/api/nope'),
-);
+const METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const;
+/** Paths the OpenAPI document does not list: the document itself, the docs, the board, none at all. */
+const UNDOCUMENTED = ['/api/openapi.json', '/api/docs', '/', '/api/nope'];
+
+interface Operation {
+  method: string;
+  template: string;
+}
+
+/**
+ * Every route the server documents, each with its own method mostly and any other sometimes;
+ * path parameters filled with ids (some existing) or names, well-formed or not.
+ */
+function routeOf(ops: Operation[]) {
+  const fill = (template: string) =>
+    fc
+      .tuple(...[...template.matchAll(/\{(\w+)\}/g)].map((m) => (m[1] === 'id' ? idPart : name.map(encodeURIComponent))))
+      .map((values) => values.reduce<string>((p, v) => p.replace(/\{\w+\}/, v), template));
+  const documented = fc.constantFrom(...ops).chain((op) =>
+    fc.record({
+      template: fc.constant(op.template),
+      path: op.template.includes('{') ? fill(op.template) : fc.constant(op.template),
+      method: fc.oneof({ weight: 3, arbitrary: fc.constant(op.method) }, { weight: 1, arbitrary: fc.constantFrom(...METHODS) }),
+    }),
+  );
+  const other = fc.record({ template: fc.constantFrom(...UNDOCUMENTED), method: fc.constantFrom(...METHODS) }).map((r) => ({ ...r, path: r.template }));
+  return fc.oneof({ weight: 9, arbitrary: documented }, { weight: 1, arbitrary: other });
+}
 const query = fc.array(
   fc.tuple(
     fc.constantFrom('queue', 'status', 'kind', 'limit', 'before', 'wait', 'lastEventId', 'job', 'token', 'x', 'payload', 'error', 'createdAfter', 'createdBefore', 'group', 'tag', 'range'),
@@ -78,9 +96,8 @@ const query = fc.array(
   ),
   { maxLength: 4 },
 );
-const randomRequest = fc.record({
-  method: fc.constantFrom('GET', 'POST', 'POST', 'PUT', 'DELETE', 'PATCH'),
-  path,
+const randomRequest = (ops: Operation[]) => fc.record({
+  route: routeOf(ops),
   query,
   body,
   token: fc.constantFrom(undefined, TOKENS.viewer, TOKENS.producer, TOKENS.admin, TOKENS.admin, 'bogus', ''),
@@ -103,16 +120,74 @@ const validJob = fc.record(
   { requiredKeys: ['kind'] },
 );
 const writer = { token: fc.constantFrom(TOKENS.producer, TOKENS.admin), contentType: fc.constant('application/json'), query: fc.constant([]), idempotencyKey: fc.constant(null), lastEventId: fc.constant(null) };
+const post = (template: string, path = template) => fc.constant({ method: 'POST', template, path });
 const validRequest = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ method: fc.constant('POST'), path: fc.constant('/api/jobs'), body: validJob.map((j) => JSON.stringify(j)), ...writer }) },
-  { weight: 1, arbitrary: fc.record({ method: fc.constant('POST'), path: fc.constant('/api/jobs/batch'), body: fc.array(validJob, { minLength: 1, maxLength: 5 }).map((jobs) => JSON.stringify({ jobs })), ...writer }) },
-  { weight: 2, arbitrary: fc.record({ method: fc.constant('POST'), path: fc.constantFrom('/api/jobs/@existing/cancel', '/api/jobs/@existing/retry'), body: fc.constant(undefined), ...writer, token: fc.constant(TOKENS.admin) }) },
+  { weight: 3, arbitrary: fc.record({ route: post('/api/jobs'), body: validJob.map((j) => JSON.stringify(j)), ...writer }) },
+  { weight: 1, arbitrary: fc.record({ route: post('/api/jobs/batch'), body: fc.array(validJob, { minLength: 1, maxLength: 5 }).map((jobs) => JSON.stringify({ jobs })), ...writer }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      route: fc.constantFrom('cancel', 'retry').chain((a) => post(`/api/jobs/{id}/${a}`, `/api/jobs/@existing/${a}`)),
+      body: fc.constant(undefined), ...writer, token: fc.constant(TOKENS.admin),
+    }),
+  },
 );
-const request = fc.oneof({ weight: 7, arbitrary: randomRequest }, { weight: 3, arbitrary: validRequest });
+// Well-formed calls of the settings, schedule and flow routes, so their handlers run too.
+const scheduleName = fc.constantFrom('s1', 's2', 's3');
+const admin = { ...writer, token: fc.constant(TOKENS.admin) };
+const validAdmin = fc.oneof(
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      route: fc.stringMatching(/^[a-z]{1,6}$/).map((q) => ({ method: 'PATCH', template: '/api/queues/{queue}', path: `/api/queues/${q}` })),
+      body: fc.record({ paused: fc.boolean(), concurrency: fc.option(fc.integer({ min: 1, max: 100 })) }, { requiredKeys: [] }).map((b) => JSON.stringify(b)),
+      ...admin,
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      route: scheduleName.map((n) => ({ method: 'PUT', template: '/api/schedules/{name}', path: `/api/schedules/${n}` })),
+      body: fc.record({ cron: fc.constantFrom('*/5 * * * *', '0 3 * * *'), job: validJob }).map((b) => JSON.stringify(b)),
+      ...admin,
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      route: fc.tuple(scheduleName, fc.constantFrom('POST', 'DELETE')).map(([n, method]) =>
+        method === 'POST'
+          ? { method, template: '/api/schedules/{name}/run', path: `/api/schedules/${n}/run` }
+          : { method, template: '/api/schedules/{name}', path: `/api/schedules/${n}` }),
+      body: fc.constant(undefined),
+      ...admin,
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      route: post('/api/flows'),
+      body: fc.array(validJob, { minLength: 1, maxLength: 3 }).map((jobs) => JSON.stringify({ jobs: jobs.map((j, i) => ({ ...j, idempotencyKey: undefined, ref: `r${i}` })) })),
+      ...writer,
+    }),
+  },
+);
+const requestOf = (ops: Operation[]) =>
+  fc.oneof({ weight: 7, arbitrary: randomRequest(ops) }, { weight: 3, arbitrary: validRequest }, { weight: 1, arbitrary: validAdmin });
 
 describe('fuzz', () => {
   it(`answers ${RUNS} malformed requests with success or 4xx, and writes only what it accepted`, async () => {
-    const requests = fc.sample(request, { numRuns: RUNS, seed: 20261129 });
+    // The routes come from the server's own document: a route added to it is fuzzed too.
+    const doc = (await (await fetch(`${server.url}/api/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+    const ops = Object.entries(doc.paths).flatMap(([template, byMethod]) => Object.keys(byMethod).map((m) => ({ method: m.toUpperCase(), template })));
+    const requests = fc.sample(requestOf(ops), { numRuns: RUNS, seed: 20261129 });
+    const sent = new Set<string>();
+    /** After an accepted action on a flow: its jobs are now as the server lists them. */
+    const expectFlow = async (flowId: string) => {
+      const res = await fetch(`${server.url}/api/flows/${flowId}`, { headers: { authorization: `Bearer ${TOKENS.admin}` } });
+      expect(res.status).toBe(200);
+      for (const job of ((await res.json()) as { jobs: { id: string; status: string }[] }).jobs) expectedStatus.set(job.id, job.status);
+    };
     const created = new Set<string>();
     const expectedStatus = new Map<string, string>();
     const serverErrors: string[] = [];
@@ -120,7 +195,8 @@ describe('fuzz', () => {
 
     for (const r of requests) {
       const known = [...created];
-      const p = r.path.replace('@existing', known.length ? known[(known.length * 7919) % known.length] : '1');
+      sent.add(`${r.route.method} ${r.route.template}`);
+      const p = r.route.path.replace('@existing', known.length ? known[(known.length * 7919) % known.length] : '1');
       // ?wait holds the reply while no worker runs: keep accepted waits short, as a client would.
       const qs = r.query.map(([k, v]) => [k, k === 'wait' && /^\d+$/.test(v) && Number(v) <= 60_000 ? String(Number(v) % 50) : v]);
       const url = `${server.url}${p}${qs.length ? `?${new URLSearchParams(qs)}` : ''}`;
@@ -135,9 +211,9 @@ describe('fuzz', () => {
       let json: unknown = null;
       try {
         const res = await fetch(url, {
-          method: r.method,
+          method: r.route.method,
           headers,
-          body: r.method === 'GET' ? undefined : r.body,
+          body: r.route.method === 'GET' ? undefined : r.body,
           signal: ac.signal,
           redirect: 'manual',
         });
@@ -145,25 +221,32 @@ describe('fuzz', () => {
         if (res.headers.get('content-type')?.includes('text/event-stream')) ac.abort();
         else json = await res.json().catch(() => null);
       } catch (err) {
-        serverErrors.push(`${r.method} ${url}: ${(err as Error).message}`);
+        serverErrors.push(`${r.route.method} ${url}: ${(err as Error).message}`);
         continue;
       } finally {
         clearTimeout(timer);
       }
       byClass[`${Math.floor(status / 100)}xx`] = (byClass[`${Math.floor(status / 100)}xx`] ?? 0) + 1;
-      if (status >= 500) serverErrors.push(`${r.method} ${url} ${r.body?.slice(0, 200)} → ${status} ${JSON.stringify(json)}`);
-      if (r.method !== 'POST' || status >= 300) continue;
+      if (status >= 500) serverErrors.push(`${r.route.method} ${url} ${r.body?.slice(0, 200)} → ${status} ${JSON.stringify(json)}`);
+      if (r.route.method !== 'POST' || status >= 300) continue;
       // Book-keeping of what an accepted write did.
-      const j = json as { id?: string; status?: string; jobs?: { id: string; status: string }[] };
+      const j = json as { id?: string; status?: string; flowId?: string | null; jobs?: { id: string; status: string }[] };
       if (/^\/api\/jobs\/?$/.test(p.split('?')[0]) && j.id) {
         if (status === 201) created.add(j.id);
         expectedStatus.set(j.id, j.status!);
-      } else if (p.startsWith('/api/jobs/batch') && j.jobs) {
+      } else if ((p.startsWith('/api/jobs/batch') || /^\/api\/flows\/?$/.test(p.split('?')[0])) && j.jobs) {
         for (const job of j.jobs) {
           created.add(job.id);
           expectedStatus.set(job.id, job.status);
         }
-      } else if (/\/(cancel|retry)$/.test(p) && j.id) {
+      } else if (/^\/api\/jobs\/[^/]+\/(cancel|retry)$/.test(p) && j.id) {
+        expectedStatus.set(j.id, j.status!);
+        // In a flow, a cancel reaches the job's children and a retry blocks them again.
+        if (j.flowId) await expectFlow(j.flowId);
+      } else if (/^\/api\/flows\/[^/]+\/(cancel|retry)$/.test(p)) {
+        await expectFlow(p.split('/')[3]);
+      } else if (/^\/api\/schedules\/[^/]+\/run$/.test(p) && j.id) {
+        created.add(j.id);
         expectedStatus.set(j.id, j.status!);
       }
     }
@@ -171,6 +254,8 @@ describe('fuzz', () => {
     const { rows } = await db.pool.query(`SELECT id::text, status FROM herald.jobs ORDER BY id`);
     writeReport('fuzz', { requests: RUNS, responses: byClass, serverErrors: serverErrors.length, jobsCreated: created.size });
     expect(serverErrors).toEqual([]);
+    expect(ops.filter((op) => !sent.has(`${op.method} ${op.template}`)), 'documented routes never requested').toEqual([]);
+    expect(ops.length).toBeGreaterThan(20);
     expect(rows.map((r) => r.id).sort()).toEqual([...created].sort());
     for (const row of rows) expect(row.status, `job ${row.id}`).toBe(expectedStatus.get(row.id));
     expect(byClass['2xx']).toBeGreaterThan(100);

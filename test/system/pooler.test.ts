@@ -12,8 +12,9 @@ import { createPool } from '../../queue/database.ts';
 import { Queue } from '../../queue/queue.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { spawnHerald, type HeraldProcess } from '../support/herald-process.ts';
-import { StreamRecorder, startServer, waitUntil } from './support.ts';
+import { StreamRecorder, startServer } from './support.ts';
 import { writeReport } from './report.ts';
+import { waitFor } from '../support/wait.ts';
 
 const PGBOUNCER = fs.existsSync('/usr/sbin/pgbouncer') ? '/usr/sbin/pgbouncer' : 'pgbouncer';
 
@@ -52,7 +53,7 @@ async function startPgbouncer(target: URL): Promise<string> {
   const url = new URL(target.toString());
   url.port = String(port);
   const probe = createPool(url.toString(), { max: 1 });
-  await waitUntil(() => probe.query('SELECT 1').then(() => true, () => false), 20_000, 'pgbouncer to accept connections');
+  await waitFor(() => probe.query('SELECT 1').then(() => true, () => false), { what: 'pgbouncer to accept connections', timeoutMs: 20_000 });
   await probe.end();
   return url.toString();
 }
@@ -90,13 +91,13 @@ describe('through pgbouncer (transaction mode)', () => {
       for (const job of (await res.json()).jobs) ids.add(job.id);
       for (const r of await producer.enqueueMany([{ kind: 'echo', payload: { direct: i } }])) ids.add(r.job.id);
     }
-    await waitUntil(async () => {
+    await waitFor(async () => {
       const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM herald.jobs WHERE status = 'succeeded'`);
       return rows[0].n === ids.size;
-    }, 120_000, 'every job to succeed');
+    }, { what: 'every job to succeed', timeoutMs: 120_000 });
 
     const { rows } = await db.pool.query(`SELECT e.id::text AS id FROM herald.job_events e ORDER BY e.tx, e.id`);
-    await waitUntil(() => streams.every((s) => s.events.length >= rows.length), 60_000, 'both streams to catch up');
+    await waitFor(() => streams.every((s) => s.events.length >= rows.length), { what: 'both streams to catch up', timeoutMs: 60_000 });
     await Promise.all(streams.map((s) => s.stop()));
     const [a, b] = streams.map((s) => s.events.map((e) => e.eventId));
     expect(a).toEqual(b);
@@ -117,7 +118,7 @@ describe('through pgbouncer (transaction mode)', () => {
     const warning = await worker.waitFor((l) => l.level === 40 && /poll/i.test(String(l.msg)), 30_000);
     expect(String(warning.msg)).toMatch(/HERALD_LISTEN_URL/);
     const { job } = await db.queue.enqueue({ kind: 'echo', queue: 'pooled-only', payload: { via: 'polling' } });
-    await waitUntil(async () => (await db.queue.get(job.id))?.status === 'succeeded', 30_000, 'the polled job to succeed');
+    await waitFor(async () => (await db.queue.get(job.id))?.status === 'succeeded', { what: 'the polled job to succeed', timeoutMs: 30_000 });
     expect(worker.lines.filter((l) => l.level === 40 && /poll/i.test(String(l.msg)))).toHaveLength(1);
   });
 });

@@ -1,14 +1,6 @@
-// Helpers for the system suite: herald processes, a resilient SSE recorder, waiting.
+// Helpers for the system suite: herald processes and a resilient SSE recorder (waiting: test/support/wait.ts).
 import { createParser } from 'eventsource-parser';
 import { spawnHerald, type HeraldProcess } from '../support/herald-process.ts';
-
-export async function waitUntil(fn: () => Promise<boolean> | boolean, timeoutMs: number, what: string, everyMs = 200): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await fn())) {
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
