@@ -7,6 +7,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callApi, openBoard, startBoardStack, type BoardStack } from './support/board.ts';
 import { GATED_TASKS_DIR, Gates } from './support/gates.ts';
+import { waitFor } from './support/wait.ts';
 
 let stack: BoardStack;
 let url: string;
@@ -179,6 +180,50 @@ describe('the board, for workflows', () => {
     expect(badge).toBe(await statusColour(page, 'blocked'));
 
     rootGate.open();
+    expect(problems).toEqual([]);
+    await close();
+  });
+
+  it("cancels a flow from its page, then retries it from where it broke, the graph following live", async () => {
+    const gate = gates.create();
+    const made = await createFlow('retry-me', [
+      { ref: 'root', kind: 'gated', payload: { gate: gate.url } },
+      { ref: 'mid', kind: 'gather', dependsOn: ['root'] },
+      { ref: 'leaf', kind: 'gather', dependsOn: ['mid'] },
+    ]);
+    const ids = byRef(made);
+    const { page, problems, close } = await openBoard(browser, url, `#/flows/${made.flow.id}`);
+    await gate.reached(1);
+    await page.waitForSelector(`${node(ids.root)}[data-status="running"]`);
+    // A blocked job can be cancelled from its own page as well (the API allows it).
+    await page.click(node(ids.mid));
+    await page.waitForSelector(`${tid('job-status')} >> text=blocked`);
+    expect(await page.isDisabled(tid('cancel-button'))).toBe(false);
+    await page.goBack();
+    await page.waitForSelector(`${node(ids.root)}[data-status="running"]`);
+    // Nothing failed yet: only Cancel is offered.
+    expect(await page.isDisabled(tid('flow-retry'))).toBe(true);
+    await page.click(tid('flow-cancel'));
+    await page.waitForSelector(`${tid('confirm-bar')}:has-text("Its 3 jobs that have not ended")`);
+    await page.click(tid('confirm-button'));
+    await page.waitForSelector(`${tid('flow-action-done')}:has-text("Cancelled 3 jobs.")`);
+    // The running root's handler is signalled and ends cancelled; the blocked ones at once.
+    for (const ref of ['root', 'mid', 'leaf']) await page.waitForSelector(`${node(ids[ref])}[data-status="cancelled"]`);
+    await page.waitForSelector(`${tid('flow-status')}:has-text("failed")`);
+    expect(await page.isDisabled(tid('flow-cancel'))).toBe(true);
+
+    await page.click(tid('flow-retry'));
+    await page.waitForSelector(`${tid('confirm-bar')}:has-text("Its 3 jobs that failed or were cancelled")`);
+    await page.click(tid('confirm-button'));
+    await page.waitForSelector(`${tid('flow-action-done')}:has-text("Retried: 3 jobs run again.")`);
+    // The root runs again (a second start at its gate) and its dependents wait for it again.
+    await waitFor(() => gate.starts === 2, { what: "the root's second run to reach its gate" });
+    await page.waitForSelector(`${node(ids.root)}[data-status="running"]`);
+    for (const ref of ['mid', 'leaf']) await page.waitForSelector(`${node(ids[ref])}[data-status="blocked"]`);
+    gate.open();
+    for (const ref of ['root', 'mid', 'leaf']) await page.waitForSelector(`${node(ids[ref])}[data-status="succeeded"]`);
+    await page.waitForSelector(`${tid('flow-status')}:has-text("succeeded")`);
+    expect(gate.starts).toBe(2);
     expect(problems).toEqual([]);
     await close();
   });
