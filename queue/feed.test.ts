@@ -31,7 +31,14 @@ async function waitForHorizon(): Promise<void> {
   await waitFor(async () => {
     await db.queue.learnOtherDatabases(); // as the tailer does when held back
     return !(await db.queue.heldBack(START));
-  }, { what: 'every committed event to lie below the horizon', everyMs: 20 });
+  }, { what: 'every committed event to lie below the horizon', everyMs: 20 }).catch(async (err: Error) => {
+    // Seen once on a shared PostgreSQL 15 under load: say who held it, for the next look.
+    const { rows } = await db.pool.query(
+      `SELECT pid, datname, application_name, state, backend_xid::text, now() - xact_start AS age, left(query, 80) AS query
+       FROM pg_stat_activity WHERE backend_xid IS NOT NULL`,
+    );
+    throw new Error(`${err.message}\nholder: ${JSON.stringify(await db.queue.feedHolder(START))}\nsessions with an xid: ${JSON.stringify(rows)}`);
+  });
 }
 
 /** Follows the feed from `from` in the background, as the tailer does; `stop` returns all it read, once. */
