@@ -17,6 +17,22 @@ export interface StreamOptions {
   /** Start after this cursor ("0": from the beginning). Unset: live from now. */
   lastEventId?: string;
   signal?: AbortSignal;
+  /**
+   * `event: reset`: retention removed events after this stream's cursor (through
+   * `removedThrough`), so whatever was built from the stream is stale: reload it, and the stream
+   * goes on. Without a handler, a reset on a reconnect ends the iteration with a
+   * HeraldStreamResetError, since events were lost while away; one on the first connection is
+   * ignored (the cursor asked for is older than retention keeps, and the replay gives what is left).
+   */
+  onReset?: (removedThrough: string) => void;
+}
+
+/** A resumed stream whose missed events retention has removed in part (see StreamOptions.onReset). */
+export class HeraldStreamResetError extends Error {
+  override name = 'HeraldStreamResetError';
+  constructor(readonly removedThrough: string) {
+    super(`retention removed events this stream had not received (through ${removedThrough}): reload, then start a new stream`);
+  }
 }
 
 /** An error reply of the API: Fastify's {statusCode, error, message}, and its stable `code` (README, "Error codes"). */
@@ -124,23 +140,33 @@ export class EventStream implements AsyncIterable<StreamEvent> {
         }
         // A live stream starts at the server's head; resuming from there loses nothing.
         this.lastEventId ??= res.headers.get('herald-cursor') ?? undefined;
-        const ready: StreamEvent[] = [];
+        const ready: (StreamEvent | { reset: string })[] = [];
         const parser = createParser({
           onEvent: (m) => {
             if (m.event === 'job' && m.id) ready.push({ ...(JSON.parse(m.data) as ApiJobEvent), id: m.id });
+            else if (m.event === 'reset') ready.push({ reset: String((JSON.parse(m.data) as { removedThrough: unknown }).removedThrough) });
           },
         });
         const decoder = new TextDecoder();
         // A reader rather than for-await: leaving the loop early must not wait for the body to cancel.
         const reader = res.body.getReader();
         let got = false;
+        let lost: HeraldStreamResetError | undefined;
         try {
-          for (;;) {
+          reading: for (;;) {
             const { done, value } = await reader.read();
             if (done) break;
             parser.feed(decoder.decode(value, { stream: true }));
             while (ready.length > 0) {
               const event = ready.shift()!;
+              if ('reset' in event) {
+                if (this.opts.onReset) this.opts.onReset(event.reset);
+                else if (this.reconnects > 0) {
+                  lost = new HeraldStreamResetError(event.reset);
+                  break reading;
+                }
+                continue;
+              }
               got = true;
               this.lastEventId = event.id;
               yield event;
@@ -152,6 +178,8 @@ export class EventStream implements AsyncIterable<StreamEvent> {
           this.connection.abort();
           reader.cancel().catch(() => {});
         }
+        // Thrown here, not in the loop above, whose catch stands for a dropped connection.
+        if (lost) throw lost;
         failures = got || this.dropped ? 0 : failures + 1;
       }
     } finally {

@@ -1,6 +1,6 @@
 // The typed client (client/index.ts) against a real server with tokens.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HeraldApiError, HeraldClient, type StreamEvent } from '../client/index.ts';
+import { HeraldApiError, HeraldClient, HeraldStreamResetError, type StreamEvent } from '../client/index.ts';
 import { rollupAll } from './support/history.ts';
 import { TOKEN_SPEC, TOKENS, simulateWorker, testServer, type TestServer } from './server-support.ts';
 import { waitFor } from './support/wait.ts';
@@ -141,6 +141,40 @@ describe('HeraldClient', () => {
     expect(stream.reconnects).toBeGreaterThanOrEqual(5);
     expect(stream.lastEventId).toBe(seen[39].id);
     await waitFor(() => s.hub.sessions.size === 0, { what: 's.hub.sessions.size === 0' });
+  });
+
+  it('a resumed stream whose missed events retention removed says so: onReset, or a HeraldStreamResetError', async () => {
+    const viewer = new HeraldClient({ baseUrl: s.url, token: TOKENS.viewer });
+    const open = (onReset?: (r: string) => void) => {
+      const stream = viewer.events({ queue: 'kept', lastEventId: '0', onReset });
+      const seen: StreamEvent[] = [];
+      const done = (async () => {
+        for await (const e of stream) seen.push(e);
+      })();
+      return { stream, seen, done };
+    };
+    const [kept] = await producer.enqueueBatch([{ kind: 'e', queue: 'kept' }]);
+    const resets: string[] = [];
+    const handled = open((r) => resets.push(r));
+    const unhandled = open();
+    await waitFor(() => handled.seen.length === 1 && unhandled.seen.length === 1, { what: 'both streams to get the kept job' });
+    // While both look at queue `kept`, jobs of another queue end and retention removes their
+    // events: positions after both streams' cursors, which a reconnect resumes from.
+    const gone = await producer.enqueueBatch([{ kind: 'e', queue: 'elsewhere' }, { kind: 'e', queue: 'elsewhere' }]);
+    for (const j of gone) await admin.cancel(j.id);
+    await s.db.queue.cleanup(0);
+    expect(resets).toEqual([]);
+    handled.stream.reconnect();
+    unhandled.stream.reconnect();
+    const err = await unhandled.done.then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(HeraldStreamResetError);
+    await waitFor(() => resets.length === 1, { what: 'onReset after the reconnect' });
+    // The handled stream goes on: the kept job's next event still arrives, once.
+    await admin.cancel(kept.id);
+    await waitFor(() => handled.seen.length === 2, { what: "the kept job's cancelled event" });
+    expect(handled.seen.map((e) => e.type)).toEqual(['enqueued', 'cancelled']);
+    handled.stream.close();
+    await handled.done;
   });
 
   it('rejects a stream it cannot open', async () => {
