@@ -20,12 +20,21 @@ export interface StreamOptions {
   /**
    * `event: reset`: retention removed events after this stream's cursor (through
    * `removedThrough`), so whatever was built from the stream is stale: reload it, and the stream
-   * goes on. Without a handler, a reset on a reconnect ends the iteration with a
-   * HeraldStreamResetError, since events were lost while away; one on the first connection is
-   * ignored (the cursor asked for is older than retention keeps, and the replay gives what is left).
+   * goes on. Called once per removal this stream learns of: a reconnect told again of what was
+   * already removed when the stream began is not a new loss. Without a handler, a new removal on a
+   * reconnect ends the iteration with a HeraldStreamResetError (events were lost while away); one
+   * on the first connection is ignored (the cursor asked for is older than retention keeps, and the
+   * replay gives what is left).
    */
   onReset?: (removedThrough: string) => void;
 }
+
+/** Orders two cursors ("tx.id", both integers). */
+const compareCursors = (a: string, b: string): number => {
+  const [at, ai] = a.split('.').map(BigInt);
+  const [bt, bi] = b.split('.').map(BigInt);
+  return at !== bt ? (at < bt ? -1 : 1) : ai === bi ? 0 : ai < bi ? -1 : 1;
+};
 
 /** A resumed stream whose missed events retention has removed in part (see StreamOptions.onReset). */
 export class HeraldStreamResetError extends Error {
@@ -76,6 +85,8 @@ export class EventStream implements AsyncIterable<StreamEvent> {
   lastEventId: string | undefined;
   /** Connections made after the first, since this stream began. */
   reconnects = 0;
+  /** The newest `removedThrough` of an `event: reset` this stream was sent. */
+  removedThrough: string | undefined;
   private readonly abort = new AbortController();
   private connection?: AbortController;
   /** The current connection was dropped by reconnect(), not by a failure. */
@@ -160,6 +171,8 @@ export class EventStream implements AsyncIterable<StreamEvent> {
             while (ready.length > 0) {
               const event = ready.shift()!;
               if ('reset' in event) {
+                if (this.removedThrough !== undefined && compareCursors(event.reset, this.removedThrough) <= 0) continue;
+                this.removedThrough = event.reset;
                 if (this.opts.onReset) this.opts.onReset(event.reset);
                 else if (this.reconnects > 0) {
                   lost = new HeraldStreamResetError(event.reset);

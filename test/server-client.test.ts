@@ -169,10 +169,15 @@ describe('HeraldClient', () => {
     const err = await unhandled.done.then(() => null, (e: unknown) => e);
     expect(err).toBeInstanceOf(HeraldStreamResetError);
     await waitFor(() => resets.length === 1, { what: 'onReset after the reconnect' });
+    // Told again of the same removal (its cursor is still behind it), the stream knows it already.
+    const reconnects = handled.stream.reconnects;
+    handled.stream.reconnect();
+    await waitFor(() => handled.stream.reconnects > reconnects, { what: 'the second reconnect' });
     // The handled stream goes on: the kept job's next event still arrives, once.
     await admin.cancel(kept.id);
     await waitFor(() => handled.seen.length === 2, { what: "the kept job's cancelled event" });
     expect(handled.seen.map((e) => e.type)).toEqual(['enqueued', 'cancelled']);
+    expect(resets).toHaveLength(1);
     handled.stream.close();
     await handled.done;
   });
