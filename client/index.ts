@@ -11,7 +11,7 @@ import type { EventType, JobStatus } from '../queue/schema.ts';
 import type { BulkAction } from '../queue/defaults.ts';
 import type { JobFilter } from '../queue/search.ts';
 import type { ErrorCode } from '../queue/errors.ts';
-import { apiError, EventStream, HeraldApiError, HeraldStreamResetError, type ApiJobEvent, type StreamOptions } from './stream.ts';
+import { apiError, EventStream, HeraldApiError, type ApiJobEvent, type StreamOptions } from './stream.ts';
 import type { Health } from '../server/routes/health.schema.ts';
 import type { Alert } from '../queue/alerts.ts';
 import { tracing } from '../queue/tracing.ts';
@@ -21,7 +21,7 @@ import type { FlowDetail, FlowInfo, FlowStatus, Parent } from '../queue/services
 export type { Job, JobStatus, EventType, JobPage, JobFilter, HistoryBucket, HistoryRange, BulkAction };
 export type { Actor, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo, Health, ErrorCode, Alert };
 export type { FlowDetail, FlowInfo, FlowStatus };
-export { EventStream, HeraldApiError, HeraldStreamResetError };
+export { EventStream, HeraldApiError };
 export type { ApiJobEvent, StreamEvent, StreamOptions } from './stream.ts';
 /** One job of POST /api/flows: an enqueue body with its ref and the refs it waits for. */
 export type FlowJobInput = Omit<EnqueueInput, 'dependsOn'> & { ref: string; dependsOn?: string[] };

@@ -19,12 +19,10 @@ export interface StreamOptions {
   signal?: AbortSignal;
   /**
    * `event: reset`: retention removed events after this stream's cursor (through
-   * `removedThrough`), so whatever was built from the stream is stale: reload it, and the stream
-   * goes on. Called once per removal this stream learns of: a reconnect told again of what was
-   * already removed when the stream began is not a new loss. Without a handler, a new removal on a
-   * reconnect ends the iteration with a HeraldStreamResetError (events were lost while away); one
-   * on the first connection is ignored (the cursor asked for is older than retention keeps, and the
-   * replay gives what is left).
+   * `removedThrough`), so whatever was built from the stream may be stale: reload it; the stream
+   * goes on either way. Called once per removal this stream is told of (a reconnect told again of
+   * the same one is not called again). A live stream's start position can lie behind a removal
+   * made before it began, so a reset does not always mean that this stream lost an event.
    */
   onReset?: (removedThrough: string) => void;
 }
@@ -36,13 +34,6 @@ const compareCursors = (a: string, b: string): number => {
   return at !== bt ? (at < bt ? -1 : 1) : ai === bi ? 0 : ai < bi ? -1 : 1;
 };
 
-/** A resumed stream whose missed events retention has removed in part (see StreamOptions.onReset). */
-export class HeraldStreamResetError extends Error {
-  override name = 'HeraldStreamResetError';
-  constructor(readonly removedThrough: string) {
-    super(`retention removed events this stream had not received (through ${removedThrough}): reload, then start a new stream`);
-  }
-}
 
 /** An error reply of the API: Fastify's {statusCode, error, message}, and its stable `code` (README, "Error codes"). */
 export class HeraldApiError extends Error {
@@ -162,9 +153,8 @@ export class EventStream implements AsyncIterable<StreamEvent> {
         // A reader rather than for-await: leaving the loop early must not wait for the body to cancel.
         const reader = res.body.getReader();
         let got = false;
-        let lost: HeraldStreamResetError | undefined;
         try {
-          reading: for (;;) {
+          for (;;) {
             const { done, value } = await reader.read();
             if (done) break;
             parser.feed(decoder.decode(value, { stream: true }));
@@ -173,11 +163,7 @@ export class EventStream implements AsyncIterable<StreamEvent> {
               if ('reset' in event) {
                 if (this.removedThrough !== undefined && compareCursors(event.reset, this.removedThrough) <= 0) continue;
                 this.removedThrough = event.reset;
-                if (this.opts.onReset) this.opts.onReset(event.reset);
-                else if (this.reconnects > 0) {
-                  lost = new HeraldStreamResetError(event.reset);
-                  break reading;
-                }
+                this.opts.onReset?.(event.reset);
                 continue;
               }
               got = true;
@@ -191,8 +177,6 @@ export class EventStream implements AsyncIterable<StreamEvent> {
           this.connection.abort();
           reader.cancel().catch(() => {});
         }
-        // Thrown here, not in the loop above, whose catch stands for a dropped connection.
-        if (lost) throw lost;
         failures = got || this.dropped ? 0 : failures + 1;
       }
     } finally {
