@@ -27,13 +27,6 @@ export interface StreamOptions {
   onReset?: (removedThrough: string) => void;
 }
 
-/** Orders two cursors ("tx.id", both integers). */
-const compareCursors = (a: string, b: string): number => {
-  const [at, ai] = a.split('.').map(BigInt);
-  const [bt, bi] = b.split('.').map(BigInt);
-  return at !== bt ? (at < bt ? -1 : 1) : ai === bi ? 0 : ai < bi ? -1 : 1;
-};
-
 
 /** An error reply of the API: Fastify's {statusCode, error, message}, and its stable `code` (README, "Error codes"). */
 export class HeraldApiError extends Error {
@@ -161,7 +154,9 @@ export class EventStream implements AsyncIterable<StreamEvent> {
             while (ready.length > 0) {
               const event = ready.shift()!;
               if ('reset' in event) {
-                if (this.removedThrough !== undefined && compareCursors(event.reset, this.removedThrough) <= 0) continue;
+                // Retention's horizon only moves forward, so the same cursor again is the same removal
+                // (cursors stay opaque to clients: no need to order them).
+                if (event.reset === this.removedThrough) continue;
                 this.removedThrough = event.reset;
                 this.opts.onReset?.(event.reset);
                 continue;
