@@ -107,6 +107,8 @@ export class Worker {
   private scheduler?: Scheduler;
   private held!: HeldQueues;
   private heldReadAt = 0;
+  /** Queues a notification named since the last claim: their barriers are passed before it. */
+  private readonly heard = new Set<string>();
   /** Which claim goes first this time: the plain one (0) or the n-th limited queue. */
   private bufferTimer?: NodeJS.Timeout;
   private heldTimer?: NodeJS.Timeout;
@@ -196,6 +198,7 @@ export class Worker {
       claim: async (limit) => {
         // The settings are re-read at least once a poll interval, in case a notification was missed.
         if (Date.now() - this.heldReadAt > pollMs) await this.refreshHeld();
+        await this.passBarriers();
         return round.run(limit);
       },
       nextRunAt: async (sinceMs) => (await this.work.nextRunAt(queues, capabilities, kinds, sinceMs))?.getTime() ?? null,
@@ -270,7 +273,10 @@ export class Worker {
     if (channel === JOBS_CHANNEL) {
       const { queue, at } = parseJobsPayload(payload);
       if (this.queues && !this.queues.has(queue)) return;
-      if (at === null) this.claimer.wake(`notify ${queue}`);
+      if (at === null) {
+        this.heard.add(queue);
+        this.claimer.wake(`notify ${queue}`);
+      }
       else this.claimer.dueAtTime(at);
     } else if (channel === CONTROL_CHANNEL && payload === `cancel ${this.id}`) {
       // The renewal's answer says which of our jobs were asked to cancel.
@@ -281,6 +287,22 @@ export class Worker {
       // Settings changed: jobs claimed ahead of a queue now paused or limited go back (see
       // refreshHeld), and a resumed or newly limited queue may have work for us.
       void this.refreshHeld().then(() => this.claimer.wake('queue settings changed'));
+    }
+  }
+
+  /**
+   * Before the claim a notification asked for: transactions that committed alongside its sender
+   * skipped their own NOTIFY; this waits for them, so the claim sees their jobs (queue/sql/wake.ts).
+   */
+  private async passBarriers(): Promise<void> {
+    if (this.heard.size === 0) return;
+    const queues = [...this.heard];
+    this.heard.clear();
+    try {
+      if (!(await this.work.passQueueBarriers(queues))) this.log.debug({ queues }, 'gave up waiting at a wake-up barrier; the poll covers it');
+    } catch (err) {
+      for (const q of queues) this.heard.add(q); // the retried claim passes them
+      throw err;
     }
   }
 
