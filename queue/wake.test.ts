@@ -43,13 +43,16 @@ const received = async () => {
 };
 const count = async (queue: string) => (await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM herald.jobs WHERE queue = $1', [queue])).rows[0].n;
 const intents = async () => (await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM herald.wake_intents')).rows[0].n;
+// T2 writes its job 10 minutes in the past: still runnable, but another row of herald.job_counts
+// than T1's, whose row lock T1 holds until it commits (two sessions may share a stripe).
+const EARLIER = `now() - interval '10 minutes'`;
 const work = () => new WorkService(new Db(db.pool, {}));
 
 it('a producer committing while another holds the notifier skips its NOTIFY; the first one wakes for both', async () => {
   const t1 = await openTransaction(db.pool, [insert('skip')]);
   const held1 = await t1.commitHeld(holder, 101);
   await lockWaitersReach(db.pool, 1); // T1 took the notifiers and waits inside its COMMIT
-  await db.pool.query(insert('skip')); // T2: commits, skips both NOTIFYs
+  await db.pool.query(insert('skip', EARLIER)); // T2: commits, skips both NOTIFYs
   expect(await received()).toEqual([]);
   await held1.release();
   await waitFor(() => heard.length >= 2, { what: "T1's notifications" });
@@ -61,7 +64,7 @@ it('a producer committing while another holds the notifier skips its NOTIFY; the
 
 it('the barrier holds the reader back until a skipper that commits after the notifier has committed', async () => {
   const t1 = await openTransaction(db.pool, [insert('late')]);
-  const t2 = await openTransaction(db.pool, [insert('late')]);
+  const t2 = await openTransaction(db.pool, [insert('late', EARLIER)]);
   const held1 = await t1.commitHeld(holder, 201);
   await lockWaitersReach(db.pool, 1);
   const held2 = await t2.commitHeld(holder, 202); // skipped, holds the barrier, waits in its COMMIT
