@@ -17,8 +17,8 @@
 -- one never swallows others' wake-ups (a rolled-back intent fires nothing).
 --
 -- What can still be lost: a commit that fails after this trigger ran (a later deferred
--- constraint) drops a notification others skipped for. The worker's poll (HERALD_POLL_MS) and the
--- server tailer's safety read recover it.
+-- constraint, a serialization failure at commit) drops a notification others skipped for. The
+-- worker's poll (HERALD_POLL_MS) and the server tailer's safety read recover it.
 --
 -- One row per transaction in this unlogged table only serves to queue the commit-time trigger;
 -- the trigger deletes it, so the table stays empty. The targets live in a transaction-local
@@ -32,25 +32,30 @@ CREATE FUNCTION herald.wake_key(target text, role integer) RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN hashtextextended(target, role);
 --> statement-breakpoint
--- Records that this transaction wakes the listeners of `targets` when it commits; returns how many
--- were new to it. The first intent of a transaction inserts its row (queuing the trigger below).
+-- Records that this transaction wakes the listeners of `targets` (distinct) when it commits;
+-- returns how many it named unless all were recorded already. The first intent of a transaction
+-- inserts its row (queuing the trigger below), after the targets are set: with SET CONSTRAINTS
+-- ALL IMMEDIATE the trigger fires at the end of that INSERT, and must find them.
 CREATE FUNCTION herald.wake_at_commit(targets text[]) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
-  pending text[];
-  added text[];
+  pending text := current_setting('herald.wake_targets', true);
   row_id tid;
 BEGIN
-  IF cardinality(targets) IS NOT DISTINCT FROM 0 OR targets IS NULL THEN RETURN 0; END IF;
-  pending := coalesce(nullif(current_setting('herald.wake_targets', true), '')::text[], '{}');
-  added := ARRAY(SELECT DISTINCT t FROM unnest(targets) t WHERE t IS NOT NULL AND t <> ALL (pending));
-  IF cardinality(added) = 0 THEN RETURN 0; END IF;
-  IF cardinality(pending) = 0 THEN
+  -- Runs in most statements that write jobs or events: plain expressions only on the usual paths.
+  IF targets IS NULL OR cardinality(targets) = 0 THEN RETURN 0; END IF;
+  IF pending IS NULL OR pending = '' THEN
+    PERFORM set_config('herald.wake_targets', targets::text, true);
     INSERT INTO herald.wake_intents DEFAULT VALUES RETURNING ctid INTO row_id;
-    PERFORM set_config('herald.wake_row', row_id::text, true);
+    -- Set unless the trigger already ran and deleted the row (immediate mode).
+    IF current_setting('herald.wake_targets') <> '' THEN
+      PERFORM set_config('herald.wake_row', row_id::text, true);
+    END IF;
+    RETURN cardinality(targets);
   END IF;
-  PERFORM set_config('herald.wake_targets', (pending || added)::text, true);
-  RETURN cardinality(added);
+  IF targets <@ pending::text[] THEN RETURN 0; END IF;
+  PERFORM set_config('herald.wake_targets', ARRAY(SELECT DISTINCT t FROM unnest(pending::text[] || targets) t)::text, true);
+  RETURN cardinality(targets);
 END $$;
 --> statement-breakpoint
 -- At commit (deferred): every barrier shared, in key order; then each notifier tried, and the
@@ -71,7 +76,12 @@ BEGIN
       PERFORM pg_notify(split_part(t, ' ', 1), substr(t, length(split_part(t, ' ', 1)) + 2));
     END IF;
   END LOOP;
-  DELETE FROM herald.wake_intents WHERE ctid = current_setting('herald.wake_row')::tid;
+  -- By its place (a TID scan); in immediate mode the row's place is not recorded yet: by its tx.
+  IF coalesce(current_setting('herald.wake_row', true), '') <> '' THEN
+    DELETE FROM herald.wake_intents WHERE ctid = current_setting('herald.wake_row')::tid;
+  ELSE
+    DELETE FROM herald.wake_intents WHERE tx = NEW.tx;
+  END IF;
   PERFORM set_config('herald.wake_targets', '', true);
   PERFORM set_config('herald.wake_row', '', true);
   RETURN NULL;

@@ -43,6 +43,9 @@ const received = async () => {
 };
 const count = async (queue: string) => (await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM herald.jobs WHERE queue = $1', [queue])).rows[0].n;
 const intents = async () => (await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM herald.wake_intents')).rows[0].n;
+/** What the transaction on `c` would wake at commit, as recorded so far (sorted; [] for nothing). */
+const pending = async (c: pg.ClientBase) =>
+  (await c.query<{ t: string[] }>(`SELECT ARRAY(SELECT unnest(nullif(current_setting('herald.wake_targets', true), '')::text[]) ORDER BY 1) AS t`)).rows[0].t;
 // T2 writes its job 10 minutes in the past: still runnable, but another row of herald.job_counts
 // than T1's, whose row lock T1 holds until it commits (two sessions may share a stripe).
 const EARLIER = `now() - interval '10 minutes'`;
@@ -59,7 +62,6 @@ it('a producer committing while another holds the notifier skips its NOTIFY; the
   expect((await received()).sort()).toEqual(['herald_events:', 'herald_jobs:skip']);
   expect(await work().passQueueBarriers(['skip'])).toBe(true);
   expect(await count('skip')).toBe(2);
-  expect(await intents()).toBe(0);
 });
 
 it('the barrier holds the reader back until a skipper that commits after the notifier has committed', async () => {
@@ -102,34 +104,37 @@ it('a scheduled payload is sent as before while an immediate one of its queue ho
   await waitFor(async () => (await received()).includes('herald_jobs:sched'), { what: "T1's notification" });
 });
 
-it('a rolled-back transaction or savepoint sends nothing and leaves no intent', async () => {
+it('a rolled-back transaction or savepoint sends nothing and leaves no intent row', async () => {
   const t = await openTransaction(db.pool, [insert('gone')]);
-  expect((await db.pool.query('SELECT 1 FROM herald.wake_intents')).rowCount).toBe(0); // T's own row is not visible to others
   await t.rollback();
   const c = await db.pool.connect();
   try {
     await c.query('BEGIN');
     await c.query('SAVEPOINT s');
     await c.query(insert('gone'));
+    expect(await pending(c)).toEqual(['herald_events', 'herald_jobs gone']);
     expect((await c.query('SELECT count(*)::int AS n FROM herald.wake_intents')).rows[0].n).toBe(1);
     await c.query('ROLLBACK TO SAVEPOINT s');
+    expect(await pending(c)).toEqual([]);
     expect((await c.query('SELECT count(*)::int AS n FROM herald.wake_intents')).rows[0].n).toBe(0);
     await c.query(insert('kept'));
     await c.query('COMMIT');
+    expect(await pending(c)).toEqual([]);
   } finally {
     c.release();
   }
   await waitFor(async () => (await received()).includes('herald_jobs:kept'), { what: "the kept queue's notification" });
   expect(await received()).not.toContain('herald_jobs:gone');
-  expect(await intents()).toBe(0);
   expect(await count('gone')).toBe(0);
+  expect(await intents()).toBe(0);
 });
 
-it('runs the commit-time step once per transaction, however many statements wrote', async () => {
+it('records each target once per transaction, however many statements wrote, and notifies each once', async () => {
   const c = await db.pool.connect();
   try {
     await c.query('BEGIN');
     for (let i = 0; i < 5; i++) await c.query(insert(i % 2 ? 'many-a' : 'many-b'));
+    expect(await pending(c)).toEqual(['herald_events', 'herald_jobs many-a', 'herald_jobs many-b']);
     expect((await c.query('SELECT count(*)::int AS n FROM herald.wake_intents')).rows[0].n).toBe(1);
     await c.query('COMMIT');
   } finally {
@@ -137,5 +142,20 @@ it('runs the commit-time step once per transaction, however many statements wrot
   }
   await waitFor(() => heard.length >= 3, { what: 'the notifications' });
   expect((await received()).sort()).toEqual(['herald_events:', 'herald_jobs:many-a', 'herald_jobs:many-b']);
+  expect(await intents()).toBe(0);
+});
+
+it('a transaction that runs its deferred constraints early still wakes for what it writes after', async () => {
+  const c = await db.pool.connect();
+  try {
+    await c.query('BEGIN');
+    await c.query(insert('early'));
+    await c.query('SET CONSTRAINTS ALL IMMEDIATE');
+    await c.query(insert('after'));
+    await c.query('COMMIT');
+  } finally {
+    c.release();
+  }
+  await waitFor(async () => ['herald_jobs:early', 'herald_jobs:after'].every((h) => heard.some((x) => `${x.channel}:${x.payload}` === h)), { what: 'both queues woken' });
   expect(await intents()).toBe(0);
 });

@@ -4,18 +4,21 @@ CREATE OR REPLACE FUNCTION herald.wake_at_commit(targets text[])
  LANGUAGE plpgsql
 AS $function$
 DECLARE
-  pending text[];
-  added text[];
+  pending text := current_setting('herald.wake_targets', true);
   row_id tid;
 BEGIN
-  IF cardinality(targets) IS NOT DISTINCT FROM 0 OR targets IS NULL THEN RETURN 0; END IF;
-  pending := coalesce(nullif(current_setting('herald.wake_targets', true), '')::text[], '{}');
-  added := ARRAY(SELECT DISTINCT t FROM unnest(targets) t WHERE t IS NOT NULL AND t <> ALL (pending));
-  IF cardinality(added) = 0 THEN RETURN 0; END IF;
-  IF cardinality(pending) = 0 THEN
+  -- Runs in most statements that write jobs or events: plain expressions only on the usual paths.
+  IF targets IS NULL OR cardinality(targets) = 0 THEN RETURN 0; END IF;
+  IF pending IS NULL OR pending = '' THEN
+    PERFORM set_config('herald.wake_targets', targets::text, true);
     INSERT INTO herald.wake_intents DEFAULT VALUES RETURNING ctid INTO row_id;
-    PERFORM set_config('herald.wake_row', row_id::text, true);
+    -- Set unless the trigger already ran and deleted the row (immediate mode).
+    IF current_setting('herald.wake_targets') <> '' THEN
+      PERFORM set_config('herald.wake_row', row_id::text, true);
+    END IF;
+    RETURN cardinality(targets);
   END IF;
-  PERFORM set_config('herald.wake_targets', (pending || added)::text, true);
-  RETURN cardinality(added);
+  IF targets <@ pending::text[] THEN RETURN 0; END IF;
+  PERFORM set_config('herald.wake_targets', ARRAY(SELECT DISTINCT t FROM unnest(pending::text[] || targets) t)::text, true);
+  RETURN cardinality(targets);
 END $function$

@@ -17,7 +17,12 @@ BEGIN
       PERFORM pg_notify(split_part(t, ' ', 1), substr(t, length(split_part(t, ' ', 1)) + 2));
     END IF;
   END LOOP;
-  DELETE FROM herald.wake_intents WHERE ctid = current_setting('herald.wake_row')::tid;
+  -- By its place (a TID scan); in immediate mode the row's place is not recorded yet: by its tx.
+  IF coalesce(current_setting('herald.wake_row', true), '') <> '' THEN
+    DELETE FROM herald.wake_intents WHERE ctid = current_setting('herald.wake_row')::tid;
+  ELSE
+    DELETE FROM herald.wake_intents WHERE tx = NEW.tx;
+  END IF;
   PERFORM set_config('herald.wake_targets', '', true);
   PERFORM set_config('herald.wake_row', '', true);
   RETURN NULL;
