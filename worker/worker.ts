@@ -276,8 +276,7 @@ export class Worker {
       if (at === null) {
         this.heard.add(queue);
         this.claimer.wake(`notify ${queue}`);
-      }
-      else this.claimer.dueAtTime(at);
+      } else this.claimer.dueAtTime(at);
     } else if (channel === CONTROL_CHANNEL && payload === `cancel ${this.id}`) {
       // The renewal's answer says which of our jobs were asked to cancel.
       this.leases.renewNow();
