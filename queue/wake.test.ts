@@ -3,7 +3,7 @@
 // does get still sees the skipper's rows. Commits are ordered with held locks, never sleeps.
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
+import { useTestDatabase } from '../test/support/db.ts';
 import { installCommitHold, openTransaction } from '../test/support/commit-hold.ts';
 import { lockWaitersReach } from '../test/support/lock-waiters.ts';
 import { waitFor } from '../test/support/wait.ts';
@@ -11,13 +11,12 @@ import { EVENTS_CHANNEL, JOBS_CHANNEL } from './channels.ts';
 import { WorkService } from './services/work.ts';
 import { Db } from './services/db.ts';
 
-let db: TestDatabase;
+const db = useTestDatabase();
 let listener: pg.Client;
 let holder: pg.Client;
 let heard: { channel: string; payload: string }[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
   await installCommitHold(db.pool);
   listener = new pg.Client({ connectionString: db.url });
   await listener.connect();
@@ -32,7 +31,6 @@ afterEach(() => {
 afterAll(async () => {
   await listener.end();
   await holder.end();
-  await db.drop();
 });
 
 const insert = (queue: string, extra = '') => `INSERT INTO herald.jobs (queue, kind, payload${extra ? ', available_at' : ''}) VALUES ('${queue}', 'k', '{}'${extra ? `, ${extra}` : ''})`;

@@ -5,7 +5,7 @@
 // held locks (test/support/commit-hold.ts), never sleeps.
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { useTestDatabase } from './support/db.ts';
 import { installCommitHold, openTransaction, type HeldCommit } from './support/commit-hold.ts';
 import { lockWaitersReach } from './support/lock-waiters.ts';
 import { waitFor } from './support/wait.ts';
@@ -13,19 +13,15 @@ import { Worker } from '../worker/worker.ts';
 import { EventHub } from '../server/stream/hub.ts';
 import type { JobEvent } from '../queue/job.ts';
 
-let db: TestDatabase;
+const db = useTestDatabase();
 let holder: pg.Client;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
   await installCommitHold(db.pool);
   holder = new pg.Client({ connectionString: db.url });
   await holder.connect();
 });
-afterAll(async () => {
-  await holder.end();
-  await db.drop();
-});
+afterAll(() => holder.end());
 
 /**
  * Two producers of one job each in `queue`: T1 commits (and notifies) first, T2 (skipped) after
