@@ -29,6 +29,7 @@ import { ClaimRound } from './claim-round.ts';
 import { Completions } from './completions.ts';
 import { LeaseLostError, ShutdownError } from './errors.ts';
 import { LeaseKeeper } from './leases.ts';
+import { HeardQueues } from './heard-queues.ts';
 import { HeldQueues } from './held-queues.ts';
 import { mayStart } from './may-start.ts';
 import { Maintenance } from './maintenance.ts';
@@ -107,8 +108,7 @@ export class Worker {
   private scheduler?: Scheduler;
   private held!: HeldQueues;
   private heldReadAt = 0;
-  /** Queues a notification named since the last claim: their barriers are passed before it. */
-  private readonly heard = new Set<string>();
+  private readonly heard: HeardQueues;
   /** Which claim goes first this time: the plain one (0) or the n-th limited queue. */
   private bufferTimer?: NodeJS.Timeout;
   private heldTimer?: NodeJS.Timeout;
@@ -129,6 +129,7 @@ export class Worker {
     this.db = new Db(this.pool, { leaseMs: this.leaseMs, backoffBaseMs: opts.backoffBaseMs, backoffMaxMs: opts.backoffMaxMs });
     this.work = new WorkService(this.db);
     this.flows = new FlowService(this.db);
+    this.heard = new HeardQueues(this.work, this.log);
     this.listener = new Listener({
       url: opts.listenUrl ?? opts.databaseUrl,
       channels: [JOBS_CHANNEL, CONTROL_CHANNEL],
@@ -198,7 +199,7 @@ export class Worker {
       claim: async (limit) => {
         // The settings are re-read at least once a poll interval, in case a notification was missed.
         if (Date.now() - this.heldReadAt > pollMs) await this.refreshHeld();
-        await this.passBarriers();
+        await this.heard.passBarriers();
         return round.run(limit);
       },
       nextRunAt: async (sinceMs) => (await this.work.nextRunAt(queues, capabilities, kinds, sinceMs))?.getTime() ?? null,
@@ -286,22 +287,6 @@ export class Worker {
       // Settings changed: jobs claimed ahead of a queue now paused or limited go back (see
       // refreshHeld), and a resumed or newly limited queue may have work for us.
       void this.refreshHeld().then(() => this.claimer.wake('queue settings changed'));
-    }
-  }
-
-  /**
-   * Before the claim a notification asked for: transactions that committed alongside its sender
-   * skipped their own NOTIFY; this waits for them, so the claim sees their jobs (queue/sql/wake.ts).
-   */
-  private async passBarriers(): Promise<void> {
-    if (this.heard.size === 0) return;
-    const queues = [...this.heard];
-    this.heard.clear();
-    try {
-      if (!(await this.work.passQueueBarriers(queues))) this.log.debug({ queues }, 'gave up waiting at a wake-up barrier; the poll covers it');
-    } catch (err) {
-      for (const q of queues) this.heard.add(q); // the retried claim passes them
-      throw err;
     }
   }
 
