@@ -4,13 +4,13 @@ import { bigint, index, integer, primaryKey, smallint, text } from 'drizzle-orm/
 import { herald, tstz, xid8 } from './base.ts';
 import { jobStatus } from './jobs.ts';
 
-// Jobs per queue, status and minute, kept by statement triggers on jobs (drizzle/0018): GET
-// /api/queues, /metrics and the history's depth sum these rows instead of counting jobs. Each
-// session adds its deltas to its own stripe (1-16), so concurrent writers seldom share a row; the
-// maintenance pass folds the stripes into stripe 0. `minute` is the minute of a queued job's
-// available_at, so the jobs scheduled for later are those of the minutes after the current one
-// (and the rest of this one); -infinity for every other status, and for queued minutes already
-// past once folded.
+// Jobs per queue, status and minute, kept by statement triggers on jobs (drizzle/0018, stripes
+// widened in 0020): GET /api/queues, /metrics and the history's depth sum these rows instead of
+// counting jobs. Each session adds its deltas to its own stripe (1 + pid % 1024), so concurrent
+// writers seldom share a row; the maintenance pass folds the stripes into stripe 0. `minute` is
+// the minute of a queued job's available_at, so the jobs scheduled for later are those of the
+// minutes after the current one (and the rest of this one); -infinity for every other status, and
+// for queued minutes already past once folded.
 export const jobCounts = herald.table(
   'job_counts',
   {

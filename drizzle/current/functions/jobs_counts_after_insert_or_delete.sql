@@ -5,7 +5,7 @@ CREATE OR REPLACE FUNCTION herald.jobs_counts_after_insert_or_delete()
 AS $function$
 BEGIN
   INSERT INTO herald.job_counts AS c (queue, status, minute, stripe, n)
-  SELECT j.queue, j.status, herald.job_count_minute(j.status, j.available_at), 1 + pg_backend_pid() % 16,
+  SELECT j.queue, j.status, herald.job_count_minute(j.status, j.available_at), 1 + pg_backend_pid() % 1024,
          CASE TG_OP WHEN 'DELETE' THEN -count(*) ELSE count(*) END
   FROM changed_jobs j
   GROUP BY 1, 2, 3

@@ -5,7 +5,7 @@ CREATE OR REPLACE FUNCTION herald.jobs_counts_after_update()
 AS $function$
 BEGIN
   INSERT INTO herald.job_counts AS c (queue, status, minute, stripe, n)
-  SELECT d.queue, d.status, d.minute, 1 + pg_backend_pid() % 16, sum(d.n)
+  SELECT d.queue, d.status, d.minute, 1 + pg_backend_pid() % 1024, sum(d.n)
   FROM (SELECT o.queue, o.status, herald.job_count_minute(o.status, o.available_at) AS minute, -1 AS n FROM old_jobs o
         UNION ALL
         SELECT n.queue, n.status, herald.job_count_minute(n.status, n.available_at), 1 FROM new_jobs n) d
