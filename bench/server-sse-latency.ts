@@ -11,6 +11,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchDbName } from './peers/harness.ts';
 import { percentiles } from './peers/stats.ts';
 import { benchDatabase, spawnServer, type ServerProcess } from './server-support.ts';
 
@@ -165,7 +166,7 @@ export interface SseBench {
 
 /** The whole measurement: a fresh database, one server, then each client count in turn. */
 export async function sseLatency(opts: { clients: number[]; count: number; intervalMs: number; clientProcs?: number; say?: (line: string) => void }): Promise<SseBench> {
-  const db = await benchDatabase('herald_bench_server_sse');
+  const db = await benchDatabase(benchDbName('server_sse'));
   const server = await spawnServer(db.url);
   try {
     const results: SseResult[] = [];

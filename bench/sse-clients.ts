@@ -4,7 +4,7 @@
 // arrival time is taken before that (process.hrtime, the system's monotonic clock, which the
 // parent process reads too). A parent drives it over IPC:
 //   → {url, clients}     ← {ready: true} once every stream has answered 200
-//   → {report: true}     ← {arrivals: [[jobId, ns], ...], received: [per client frame counts]}
+//   → {report: true}     ← {arrivals: [[jobId, ns], ...] since the last report, received: frames per client so far}
 //   → {close: true}      (the process ends its sockets and exits)
 import net from 'node:net';
 
@@ -64,7 +64,7 @@ process.on('message', (m: Partial<Start> & { report?: boolean; close?: boolean }
       process.send!({ ready: true });
     })().catch((err: Error) => process.send!({ error: err.message }));
   } else if (m.report) {
-    process.send!({ arrivals: arrivals.splice(0), received: received.splice(0) });
+    process.send!({ arrivals: arrivals.splice(0), received });
   } else if (m.close) {
     for (const s of sockets) s.destroy();
     process.disconnect();
