@@ -4,7 +4,7 @@ import { defineConfig } from 'drizzle-kit';
 // triggers live in a hand-written migration beside it (drizzle-kit generate --custom).
 export default defineConfig({
   dialect: 'postgresql',
-  schema: './queue/schema.ts',
+  schema: './queue/schema/index.ts',
   out: './drizzle',
   schemaFilter: ['herald'],
 });

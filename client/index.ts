@@ -7,7 +7,7 @@ import type {
   Actor, EnqueueInput as CoreEnqueueInput, JobPage, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo,
 } from '../queue/queue.ts';
 import type { HistoryBucket, HistoryRange } from '../queue/history.ts';
-import type { EventType, JobStatus } from '../queue/schema.ts';
+import type { EventType, JobStatus } from '../queue/schema/index.ts';
 import type { BulkAction } from '../queue/defaults.ts';
 import type { JobFilter } from '../queue/search.ts';
 import type { ErrorCode } from '../queue/errors.ts';

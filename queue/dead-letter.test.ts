@@ -1,20 +1,10 @@
 // Dead-letter queues against real PostgreSQL: every path to a terminal failure leaves a copy in
 // the same transaction, the failure's event names it, and a redrive sends copies home.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
-import type { Queue } from './queue.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../test/support/db.ts';
 
-let db: TestDatabase;
-let q: Queue;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  q = db.queue;
-});
-afterAll(() => db.drop());
-beforeEach(async () => {
-  await db.pool.query('TRUNCATE herald.jobs, herald.job_events, herald.queues RESTART IDENTITY');
-});
+const db = useTestDatabase({}, { truncate: ['herald.jobs', 'herald.job_events', 'herald.queues'] });
+const q = db.queue;
 
 const W = 'host:1:dead';
 const copiesOf = async (id: string) =>

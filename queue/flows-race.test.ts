@@ -2,26 +2,17 @@
 // a new child added while its parent ends, and many claimers at once. Held row locks force the
 // bad orders; nothing waits on time.
 import pg from 'pg';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../test/support/db.ts';
 import { lockWaitersReach } from '../test/support/lock-waiters.ts';
 import { createPool } from './database.ts';
 import { Queue } from './queue.ts';
 
-let db: TestDatabase;
-let q: Queue;
+const db = useTestDatabase({}, { truncate: ['herald.jobs', 'herald.job_events', 'herald.job_edges', 'herald.flows'] });
+const q = db.queue;
 const extra: pg.Pool[] = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  q = db.queue;
-});
 afterAll(async () => {
   await Promise.all(extra.map((p) => p.end()));
-  await db.drop();
-});
-beforeEach(async () => {
-  await db.pool.query('TRUNCATE herald.jobs, herald.job_events, herald.job_edges, herald.flows RESTART IDENTITY');
 });
 
 /** A Queue on its own pool: its statements run in their own sessions. */

@@ -1,23 +1,13 @@
 // Workflows in the core against real PostgreSQL: creating flows, unblocking in the finishing
 // transaction, failure rules, dependencies on existing jobs, cancel, retry and deletion.
 import pg from 'pg';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
+import { describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../test/support/db.ts';
 import { ValidationError } from './errors.ts';
 import type { Job } from './job.ts';
-import type { Queue } from './queue.ts';
 
-let db: TestDatabase;
-let q: Queue;
-
-beforeAll(async () => {
-  db = await createTestDatabase({ backoffBaseMs: 1000, backoffMaxMs: 60_000 });
-  q = db.queue;
-});
-afterAll(() => db.drop());
-beforeEach(async () => {
-  await db.pool.query('TRUNCATE herald.jobs, herald.job_events, herald.job_edges, herald.flows RESTART IDENTITY');
-});
+const db = useTestDatabase({ backoffBaseMs: 1000, backoffMaxMs: 60_000 }, { truncate: ['herald.jobs', 'herald.job_events', 'herald.job_edges', 'herald.flows'] });
+const q = db.queue;
 
 const W = 'host:1:flow';
 const types = async (id: string) => (await q.events(id)).map((e) => e.type);

@@ -1,22 +1,15 @@
 // Queue history against real PostgreSQL: the rollup counts each event once, into the minute it
 // happened; waits come out as percentiles; depth is recorded; only one process writes at a time.
 import pg from 'pg';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../test/support/db.ts';
 import { rollupAll } from '../test/support/history.ts';
 import { percentile, toBuckets } from './history.ts';
 import { HISTORY_KEY, LOCK_NAMESPACE } from './locks.ts';
-import type { Queue } from './queue.ts';
 
-let db: TestDatabase;
-let q: Queue;
-beforeAll(async () => {
-  db = await createTestDatabase();
-  q = db.queue;
-});
-afterAll(() => db.drop());
+const db = useTestDatabase({}, { truncate: ['herald.jobs', 'herald.job_events', 'herald.queue_stats'] });
+const q = db.queue;
 beforeEach(async () => {
-  await db.pool.query(`TRUNCATE herald.jobs, herald.job_events, herald.queue_stats RESTART IDENTITY`);
   await db.pool.query(`UPDATE herald.stats_cursor SET tx = '0', event_id = 0`);
 });
 

@@ -13,4 +13,4 @@ export { Listener, type ListenerState } from './listener.ts';
 export { JOBS_CHANNEL, EVENTS_CHANNEL, CONTROL_CHANNEL, parseJobsPayload } from './channels.ts';
 export { loadConfig, type HeraldConfig } from './config.ts';
 export { createLogger, type Logger } from './log.ts';
-export { JOB_STATUSES, EVENT_TYPES, type JobStatus, type EventType } from './schema.ts';
+export { JOB_STATUSES, EVENT_TYPES, type JobStatus, type EventType } from './schema/index.ts';

@@ -2,27 +2,17 @@
 // sums equal to a fresh count, the fold loses nothing under held locks in either order, and the
 // counts reply is the one the old whole-table count gave, without reading herald.jobs.
 import pg from 'pg';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../test/support/db.ts';
 import { lockWaitersReach } from '../test/support/lock-waiters.ts';
-import type { Queue } from './queue.ts';
 import { dropEmptyJobCounts, foldJobCounts } from './sql/counts.ts';
 import { queueCounts } from './sql/reads.ts';
 
-let db: TestDatabase;
-let q: Queue;
+const db = useTestDatabase({ backoffBaseMs: 60_000 }, { truncate: ['herald.jobs', 'herald.job_events', 'herald.job_edges', 'herald.flows', 'herald.queues'] });
+const q = db.queue;
 const clients: pg.Client[] = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase({ backoffBaseMs: 60_000 });
-  q = db.queue;
-});
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.end()));
-  await db.drop();
-});
-beforeEach(async () => {
-  await db.pool.query('TRUNCATE herald.jobs, herald.job_events, herald.job_edges, herald.flows, herald.queues RESTART IDENTITY');
 });
 
 const W = 'host:1:counts';

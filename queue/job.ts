@@ -1,11 +1,11 @@
 // The Job and JobEvent shapes of the HTTP API and the SSE stream, and their mapping from database
-// rows. Both are derived from the tables in schema.ts (see json.ts), so a column is declared once.
+// rows. Both are derived from the tables in schema/ (see json.ts), so a column is declared once.
 import type { JsonOf } from './json.ts';
-import type { jobEvents, jobs } from './schema.ts';
+import type { jobEvents, jobs } from './schema/index.ts';
 import type { EventRow, JobRow } from './sql/rows.ts';
 import type { WaitingFor } from './sql/waiting.ts';
 
-export { ON_PARENT_FAILURE, type JobProgress, type OnParentFailure } from './schema.ts';
+export { ON_PARENT_FAILURE, type JobProgress, type OnParentFailure } from './schema/index.ts';
 export { WAITING_REASONS, type WaitingFor } from './sql/waiting.ts';
 
 /**

@@ -1,26 +1,18 @@
 // Queue settings, the limited claim, expiry and the timeout's lease cap, against real
 // PostgreSQL, in one process. test/queue-control.test.ts proves the limits across worker processes.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
-import type { Queue } from './queue.ts';
+import { useTestDatabase } from '../test/support/db.ts';
 import { claimJobs } from './sql/claim.ts';
 import { enqueueJobs } from './sql/enqueue.ts';
 import { toRecord } from './services/insert.ts';
 
-let db: TestDatabase;
-let q: Queue;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  q = db.queue;
-});
-afterAll(() => db.drop());
+const db = useTestDatabase({}, { truncate: ['herald.jobs', 'herald.job_events', 'herald.queues', 'herald.queue_starts', 'herald.workers'] });
+const q = db.queue;
 const W = 'host:1:aaaa';
 const registration = { id: W, host: 'host', pid: 1, queues: null, kinds: ['k'], capabilities: [], concurrency: 4, lockKey: null };
 
 beforeEach(async () => {
-  await db.pool.query('TRUNCATE herald.jobs, herald.job_events, herald.queues, herald.queue_starts, herald.workers RESTART IDENTITY');
   // A live worker for kind k: without one every queued job would be waiting for no_worker.
   await q.registerWorker(registration);
 });

@@ -8,7 +8,7 @@
 import type pg from 'pg';
 import type { Cursor } from './cursor.ts';
 import type { HistoryRange } from './history.ts';
-import type { Actor } from './schema.ts';
+import type { Actor } from './schema/index.ts';
 import type { BulkAction } from './defaults.ts';
 import type { JobFilter } from './search.ts';
 import { AdminService } from './services/admin.ts';

@@ -1,18 +1,11 @@
 // Retrying a job that expired (its expireAt passed while it was queued) is an explicit "run it
 // now": the past expireAt is cleared, so the job runs instead of expiring again at once. An
 // expireAt still ahead is kept.
-import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
-import type { Queue } from './queue.ts';
+import { expect, it } from 'vitest';
+import { useTestDatabase } from '../test/support/db.ts';
 
-let db: TestDatabase;
-let q: Queue;
-beforeAll(async () => {
-  db = await createTestDatabase();
-  q = db.queue;
-});
-afterAll(() => db.drop());
-beforeEach(() => db.pool.query('TRUNCATE herald.jobs, herald.job_events RESTART IDENTITY'));
+const db = useTestDatabase({}, { truncate: ['herald.jobs', 'herald.job_events'] });
+const q = db.queue;
 
 const W = 'host:1:aaaa';
 const inAnHour = () => new Date(Date.now() + 3_600_000).toISOString();

@@ -1,7 +1,7 @@
 // The job filter of GET /api/jobs and POST /api/jobs/bulk, as the core takes it, and its
 // conversion to the parameters of queue/sql/search.ts.
 import { ValidationError } from './errors.ts';
-import type { JobStatus } from './schema.ts';
+import type { JobStatus } from './schema/index.ts';
 import type { FilterParams } from './sql/search.ts';
 
 export interface JobFilter {

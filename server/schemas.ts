@@ -2,10 +2,10 @@
 // builders. Each route's own schemas sit beside it (routes/<name>.schema.ts). They are TypeBox
 // schemas: plain JSON Schema for Fastify (validation, serialisation) and @fastify/swagger
 // (/api/openapi.json), and, through the TypeBox type provider, the TypeScript types of each
-// route's request and reply. Field limits match the database's checks (queue/schema.ts), so a
+// route's request and reply. Field limits match the database's checks (queue/schema/), so a
 // request the schema accepts is one the table stores.
 import { Type, type Static, type TObject, type TSchema } from 'typebox';
-import { EVENT_TYPES, JOB_STATUSES } from '../queue/schema.ts';
+import { EVENT_TYPES, JOB_STATUSES } from '../queue/schema/index.ts';
 import { ON_PARENT_FAILURE, WAITING_REASONS } from '../queue/job.ts';
 import { ERROR_CODES } from '../queue/errors.ts';
 import { MAX_NAME_LENGTH } from '../queue/defaults.ts';

@@ -6,17 +6,13 @@
 // A job that holds the worker's only slot until the test lets it go makes the order certain: no
 // buffered job can start before the test frees the slot, which it does after the PATCH returned.
 // `started` records each handler as it starts: a buffered start writes no event of its own.
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { useTestDatabase } from './support/db.ts';
 import { waitFor } from './support/wait.ts';
 import { Worker } from '../worker/worker.ts';
 import type { Job } from '../queue/job.ts';
 
-let db: TestDatabase;
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-afterAll(() => db.drop());
+const db = useTestDatabase({}, { truncate: ['herald.jobs', 'herald.job_events'] });
 afterEach(async () => {
   unblock(); // a failed test may have left the slot taken
   await worker?.stop();
@@ -30,7 +26,6 @@ let unblock: () => void;
 let blocked: Promise<void>;
 let worker: Worker | undefined;
 beforeEach(async () => {
-  await db.pool.query('TRUNCATE herald.jobs, herald.job_events RESTART IDENTITY');
   await db.pool.query('DELETE FROM herald.queues'); // a DELETE, so the gate row follows
   started = [];
   worker = undefined;

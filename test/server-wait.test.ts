@@ -1,22 +1,15 @@
 // ?wait=MS on POST /api/jobs, and idempotency under concurrency, over real HTTP.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { useTestDatabase } from './support/db.ts';
 import { simulateWorker, sleep, testServer, type TestServer } from './server-support.ts';
 import { waitFor } from './support/wait.ts';
 
-let db: TestDatabase;
+const db = useTestDatabase({ backoffBaseMs: 5, backoffMaxMs: 10 }, { truncate: ['herald.jobs', 'herald.job_events'] });
 let s: TestServer;
 beforeAll(async () => {
-  db = await createTestDatabase({ backoffBaseMs: 5, backoffMaxMs: 10 });
   s = await testServer({ db, listen: true });
 });
-afterAll(async () => {
-  await s.close();
-  await db.drop();
-});
-beforeEach(async () => {
-  await db.pool.query('TRUNCATE herald.jobs, herald.job_events RESTART IDENTITY');
-});
+afterAll(() => s.close());
 afterEach(() => vi.restoreAllMocks());
 
 const enqueue = (body: object, query = '', headers: Record<string, string> = {}) =>

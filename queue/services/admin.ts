@@ -3,7 +3,7 @@
 import { DEFAULTS, MAX_ATTEMPTS_LIMIT, type BulkAction } from '../defaults.ts';
 import { ConflictError, fromPgError } from '../errors.ts';
 import { toJob, type Job } from '../job.ts';
-import type { Actor } from '../schema.ts';
+import type { Actor } from '../schema/index.ts';
 import { filterValues, type JobFilter } from '../search.ts';
 import { cancelJob, retryJob } from '../sql/admin.ts';
 import { bulkStatements, countJobs } from '../sql/search.ts';

@@ -4,7 +4,7 @@ import type pg from 'pg';
 import { inTransaction } from '../database.ts';
 import { DEFAULTS } from '../defaults.ts';
 import { fromPgError } from '../errors.ts';
-import type { Actor } from '../schema.ts';
+import type { Actor } from '../schema/index.ts';
 import { stampActor } from '../sql/admin.ts';
 import { StatementRunner, type Executor, type Result, type Statement } from '../sql/statement.ts';
 

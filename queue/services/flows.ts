@@ -5,7 +5,7 @@
 import { ConflictError, NotFoundError, ValidationError, fromPgError } from '../errors.ts';
 import { dependencyOrder } from '../flow-graph.ts';
 import { toJob, type Job, type OnParentFailure } from '../job.ts';
-import type { Actor, JobStatus } from '../schema.ts';
+import type { Actor, JobStatus } from '../schema/index.ts';
 import { DEFAULTS } from '../defaults.ts';
 import { checkProducerKey } from '../schedule-keys.ts';
 import type { EnqueueRecord } from '../sql/enqueue.ts';

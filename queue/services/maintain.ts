@@ -2,7 +2,7 @@
 // expiry pass, registry and rate-window pruning, retention and the queue-history rollup.
 // Each pass is safe to run from many processes at once.
 import { DEFAULTS } from '../defaults.ts';
-import type { JobStatus } from '../schema.ts';
+import type { JobStatus } from '../schema/index.ts';
 import { deleteFinishedJobs } from '../sql/cleanup.ts';
 import { dropEmptyJobCounts, foldJobCounts } from '../sql/counts.ts';
 import { expireJobs } from '../sql/expire.ts';

@@ -2,7 +2,7 @@
 // listener reconnect, refresh, unregister at stop). The list is read.ts's; dead rows are
 // maintain.ts's.
 import type { JsonOf, Nullable } from '../json.ts';
-import type { workers } from '../schema.ts';
+import type { workers } from '../schema/index.ts';
 import { registerWorker, touchWorker, unregisterWorker } from '../sql/workers.ts';
 import type { Db } from './db.ts';
 

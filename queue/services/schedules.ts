@@ -4,7 +4,7 @@ import { latestTick, nextTick, parseCron } from '../cron.ts';
 import { DEFAULTS } from '../defaults.ts';
 import { NotFoundError, fromPgError } from '../errors.ts';
 import type { Job } from '../job.ts';
-import type { Actor } from '../schema.ts';
+import type { Actor } from '../schema/index.ts';
 import {
   databaseNow, deleteSchedule, dueSchedules, listSchedules, lockSchedule, markScheduleRun, nextScheduleDue, putSchedule, schedulerTurn,
   skipScheduleTick,

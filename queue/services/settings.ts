@@ -1,6 +1,6 @@
 // A queue's settings and counts as the API shows them; read by workers (which queues to claim
 // one by one), changed by admins, listed with the counts.
-import type { Actor } from '../schema.ts';
+import type { Actor } from '../schema/index.ts';
 import type { QueueSettingsRow } from '../sql/settings.ts';
 
 export interface QueueCount {

@@ -1,7 +1,7 @@
 // Workflows: flows, the edges between their jobs, and the reads of the flow pages. The unblocking
 // itself is in the database (drizzle/0016_flow_triggers.sql): the transaction that finishes a
 // parent settles its children, so nothing here polls.
-import type { JobStatus } from '../schema.ts';
+import type { JobStatus } from '../schema/index.ts';
 import { CANCEL, RETRY } from './admin.ts';
 import type { JobRow } from './rows.ts';
 import { statement } from './statement.ts';

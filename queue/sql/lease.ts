@@ -1,4 +1,4 @@
-import type { JobStatus } from '../schema.ts';
+import type { JobStatus } from '../schema/index.ts';
 import { leaseFromNow, statement } from './statement.ts';
 
 // Every worker write is fenced: id AND attempt AND locked_by (so status = 'running'). A row that

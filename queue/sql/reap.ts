@@ -1,5 +1,5 @@
 import { LOCK_NAMESPACE, REAPER_KEY } from '../locks.ts';
-import type { JobStatus } from '../schema.ts';
+import type { JobStatus } from '../schema/index.ts';
 import { LIVE_KEYS } from './live.ts';
 import { statement, timeoutDeadline } from './statement.ts';
 import { LOCK_LOSS_GRACE_MS } from '../defaults.ts';

@@ -1,8 +1,8 @@
 // Rows as node-postgres returns them: keyed by SQL column name, int8 as a string, timestamptz
-// as a Date, jsonb parsed. Derived from the drizzle tables (queue/schema.ts), so a column is
+// as a Date, jsonb parsed. Derived from the drizzle tables (queue/schema/), so a column is
 // declared once; shared by the statements that return whole rows.
 import type { Table } from 'drizzle-orm';
-import type { jobEvents, jobs } from '../schema.ts';
+import type { jobEvents, jobs } from '../schema/index.ts';
 import type { WaitingFor } from './waiting.ts';
 
 /** node-postgres keeps int8 as a string (its 64 bits do not fit a JS number). */

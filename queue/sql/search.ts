@@ -5,7 +5,7 @@
 // These statements are never prepared: a prepared statement may switch to a generic plan, and
 // a generic plan of "$1 IS NULL OR queue = $1" cannot use the queue index. Planning each call
 // costs well under a millisecond; a wrong plan costs a table scan.
-import type { JobStatus } from '../schema.ts';
+import type { JobStatus } from '../schema/index.ts';
 import { CANCEL, DELETE, RETRY } from './admin.ts';
 import { REDRIVE } from './dead-letter.ts';
 import type { JobRow } from './rows.ts';

@@ -1,4 +1,4 @@
-import type { Actor } from '../schema.ts';
+import type { Actor } from '../schema/index.ts';
 import { statement } from './statement.ts';
 
 /** A row of herald.queues. */

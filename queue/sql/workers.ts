@@ -1,5 +1,5 @@
 import type { Nullable } from '../json.ts';
-import type { workers } from '../schema.ts';
+import type { workers } from '../schema/index.ts';
 import type { PgRow } from './rows.ts';
 import { LIVE_KEYS, WORKER_IS_LIVE } from './live.ts';
 import { statement } from './statement.ts';

@@ -1,7 +1,7 @@
 // The schemas of the workflow routes (routes/flows.ts): the body of POST /api/flows and the flow
 // replies. The per-job fields are the enqueue body's (enqueue.schema.ts).
 import { Type } from 'typebox';
-import { JOB_STATUSES } from '../../queue/schema.ts';
+import { JOB_STATUSES } from '../../queue/schema/index.ts';
 import { DEFAULTS } from '../../queue/defaults.ts';
 import { ON_PARENT_FAILURE } from '../../queue/job.ts';
 import { FLOW_STATUSES, MAX_FLOW_JOBS } from '../../queue/services/flows.ts';

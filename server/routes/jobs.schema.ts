@@ -1,7 +1,7 @@
 // The schemas of the job routes (routes/jobs.ts): list and search, bulk actions, one job, its
 // events, cancel and retry.
 import { Type } from 'typebox';
-import { JOB_STATUSES } from '../../queue/schema.ts';
+import { JOB_STATUSES } from '../../queue/schema/index.ts';
 import { BULK_ACTIONS, DEFAULTS } from '../../queue/defaults.ts';
 import { DateTime, Job, JobEvent, JobId, Name, Nullable, OneOf, Ref } from '../schemas.ts';
 

@@ -2,7 +2,7 @@
 // every `?wait` request and the metrics see it from here. Nothing in this file touches the
 // database, so a thousand clients cost a thousand array pushes per event, not a thousand queries.
 import type { JobEvent } from '../../queue/job.ts';
-import type { JobStatus } from '../../queue/schema.ts';
+import type { JobStatus } from '../../queue/schema/index.ts';
 
 /** One event ready to send: its SSE frame is encoded once, whatever the number of clients. */
 export interface StreamMessage {

@@ -1,7 +1,7 @@
 // Per-test-file database: a clone of the migrated template, dropped afterwards.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
 import { Queue, type QueueOptions } from '../../queue/queue.ts';
 import { createPool, withDatabase } from '../../queue/database.ts';
 
@@ -14,29 +14,56 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-export async function createTestDatabase(opts: QueueOptions & { poolSize?: number } = {}): Promise<TestDatabase> {
+type TestDatabaseOptions = QueueOptions & { poolSize?: number };
+
+/** The handle, before its database exists: the pool connects on first use, so create() must come first. */
+function testDatabase(opts: TestDatabaseOptions): TestDatabase & { create(): Promise<void> } {
   const adminUrl = inject('pgAdminUrl');
-  const template = inject('pgTemplate');
   // The parent pid ties leftovers to the run that made them (global-setup cleans them up).
   const name = `herald_t_${process.ppid}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
-  await admin.end();
   const url = withDatabase(adminUrl, name);
   const pool = createPool(url, { max: opts.poolSize ?? 10 });
-  const queue = new Queue(pool, opts);
+  const admin = async (sql: string) => {
+    const c = new pg.Client({ connectionString: adminUrl });
+    await c.connect();
+    try {
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+  };
   return {
     url,
     name,
     pool,
-    queue,
+    queue: new Queue(pool, opts),
+    create: () => admin(`CREATE DATABASE ${name} TEMPLATE ${inject('pgTemplate')}`),
     async drop() {
       await pool.end();
-      const c = new pg.Client({ connectionString: adminUrl });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
+      await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     },
   };
+}
+
+export async function createTestDatabase(opts: TestDatabaseOptions = {}): Promise<TestDatabase> {
+  const db = testDatabase(opts);
+  await db.create();
+  return db;
+}
+
+/**
+ * The test file's database, created before its tests and dropped after them (so hooks a file adds
+ * later run after the create and before the drop). `truncate`: tables emptied before each test,
+ * their identities restarted.
+ */
+export function useTestDatabase(opts: TestDatabaseOptions = {}, { truncate }: { truncate?: string[] } = {}): TestDatabase {
+  const db = testDatabase(opts);
+  beforeAll(() => db.create());
+  afterAll(() => db.drop());
+  if (truncate) {
+    beforeEach(async () => {
+      await db.pool.query(`TRUNCATE ${truncate.join(', ')} RESTART IDENTITY`);
+    });
+  }
+  return db;
 }

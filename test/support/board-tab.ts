@@ -1,0 +1,144 @@
+// What the board's browser tests share: a Node-side API client for a server of the stack, and a
+// tab of the board with waits on what the screen shows (data-testid, data-status, data-percent).
+// Screenshots go to test-artifacts/ (ignored by git).
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { callApi, startBoardStack, watchPage, type BoardStack } from './board.ts';
+import { GATED_TASKS_DIR, Gates } from './gates.ts';
+import { waitFor } from './wait.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const ARTIFACTS = path.join(ROOT, 'test-artifacts');
+
+/**
+ * A board stack whose worker runs the gated tasks (20 slots), and its gates: started before the
+ * file's tests (then handed to `ready`), stopped after them.
+ */
+export function useGatedBoard(serverEnvs: Record<string, string>[] | undefined, ready: (stack: BoardStack, gates: Gates) => void): void {
+  let stack: BoardStack | undefined;
+  let gates: Gates | undefined;
+  beforeAll(async () => {
+    gates = await Gates.start();
+    stack = await startBoardStack({ workerArgs: ['--concurrency', '20', '--tasks', GATED_TASKS_DIR], serverEnvs });
+    ready(stack, gates);
+  }, 180_000);
+  afterAll(async () => {
+    await stack?.stop();
+    await gates?.close();
+  });
+}
+
+export interface Job {
+  id: string;
+  queue: string;
+  kind: string;
+  status: string;
+  attempt: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP helpers (Node side)
+
+/** Calls to the server whose URL `base` gives at the time of the call (a test may restart it). */
+export function boardApi(base: () => string) {
+  const call = <T>(method: string, route: string, body?: unknown) => callApi<T>(base(), method, route, body);
+  const enqueue = (job: Record<string, unknown>) => call<Job>('POST', '/api/jobs', job);
+  const getJob = (id: string) => call<Job>('GET', `/api/jobs/${id}`);
+  const getEvents = async (id: string) =>
+    (await call<{ events: { eventId?: string | number; id?: string | number; type: string }[] }>('GET', `/api/jobs/${id}/events`)).events.map(
+      (e) => ({ eventId: String(e.eventId ?? e.id), type: e.type }),
+    );
+  async function waitForJob(id: string, test: (j: Job) => boolean, what: string, timeoutMs = 30_000): Promise<Job> {
+    let last: Job | undefined;
+    await waitFor(async () => test((last = await getJob(id))), { what: `job ${id}: ${what}`, timeoutMs: timeoutMs });
+    return last!;
+  }
+  return { call, enqueue, getJob, getEvents, waitForJob };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Browser helpers
+
+export const tid = (id: string) => `[data-testid="${id}"]`;
+
+export interface Tab {
+  context: BrowserContext;
+  page: Page;
+  /** Uncaught exceptions and console warnings or errors in the page: every test expects none. */
+  errors: string[];
+  dialogs: string[];
+  /** Full page loads; "without a reload" means this stays at 1. */
+  loads: number;
+  close(): Promise<void>;
+}
+
+/** Opens a page of the board at `url`/`hash` in the browser `browser()` gives: in a context of its own unless one is given. */
+export function tabOpener(browser: () => Browser) {
+  return async function openTab(url: string, hash = '#/', context?: BrowserContext): Promise<Tab> {
+    const ctx = context ?? (await browser().newContext({ viewport: { width: 1280, height: 800 } }));
+    ctx.setDefaultTimeout(20_000);
+    const page = await ctx.newPage();
+    const tab: Tab = {
+      context: ctx,
+      page,
+      errors: [],
+      dialogs: [],
+      loads: 0,
+      async close() {
+        if (context) await page.close();
+        else await ctx.close();
+      },
+    };
+    tab.errors = watchPage(page);
+    page.on('dialog', (d) => {
+      tab.dialogs.push(`${d.type()}: ${d.message()}`);
+      void d.dismiss();
+    });
+    page.on('load', () => (tab.loads += 1));
+    await page.goto(`${url}/${hash}`);
+    return tab;
+  };
+}
+
+export const streamState = (page: Page, state: 'connecting' | 'live' | 'reconnecting', timeout = 20_000) =>
+  page.waitForSelector(`${tid('stream-state')}:text-is("${state}")`, { timeout });
+
+export const jobStatus = (page: Page, status: string, timeout = 30_000) =>
+  page.waitForSelector(`${tid('job-status')}:text-is("${status}")`, { timeout });
+
+export const rowStatus = (page: Page, id: string, status: string, timeout = 30_000) =>
+  page.waitForSelector(`${tid(`job-row-${id}`)}[data-status="${status}"]`, { timeout });
+
+/** Waits until the job page's progress bar shows a percent strictly between `above` and `below`; returns it. */
+export async function percentWhere(page: Page, above: number, below: number, timeout = 20_000): Promise<number> {
+  const handle = await page.waitForFunction(
+    ([lo, hi]) => {
+      const el = document.querySelector('[data-testid="job-progress"]');
+      const p = el ? Number(el.getAttribute('data-percent')) : NaN;
+      return p > lo && p < hi ? p : null;
+    },
+    [above, below] as const,
+    { timeout },
+  );
+  return (await handle.jsonValue()) as number;
+}
+
+export async function timelineIds(page: Page): Promise<string[]> {
+  return page.$$eval(tid('timeline-event'), (els) => els.map((e) => e.getAttribute('data-event-id') ?? ''));
+}
+
+export async function shot(page: Page, name: string, opts: { fullPage?: boolean } = {}): Promise<string> {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const file = path.join(ARTIFACTS, name);
+  await page.screenshot({ path: file, fullPage: opts.fullPage ?? false });
+  return file;
+}
+
+export function expectCleanTab(tab: Tab) {
+  expect(tab.errors, 'uncaught exceptions and console warnings in the page').toEqual([]);
+  expect(tab.dialogs, 'dialogs opened by the page').toEqual([]);
+}
+
