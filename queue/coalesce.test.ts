@@ -3,20 +3,12 @@
 // beside it. The first statement is held on a table lock its trigger needs, so every call below
 // is made while it is in flight, whatever the machine's speed.
 import pg from 'pg';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
+import { describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../test/support/db.ts';
 import { lockWaitersReach } from '../test/support/lock-waiters.ts';
 import { PARALLEL_BATCH } from './services/produce.ts';
 
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-afterAll(() => db.drop());
-beforeEach(async () => {
-  await db.pool.query('TRUNCATE herald.jobs, herald.job_events RESTART IDENTITY');
-});
+const db = useTestDatabase({}, { truncate: ['herald.jobs', 'herald.job_events'] });
 
 /** Enqueues one call whose statement then waits on a lock of herald.job_events, then `more` calls; returns how many events each transaction wrote, smallest first (two statements released together may number their events in either order). */
 async function statementsFor(more: number): Promise<number[]> {

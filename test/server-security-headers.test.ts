@@ -4,7 +4,7 @@
 // re-ran helmet on every request.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOKEN_SPEC, TOKENS, testServer, type TestServer } from './server-support.ts';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { useTestDatabase } from './support/db.ts';
 import { helmetHeaders } from '../server/security-headers.ts';
 
 const EXPECTED: Record<string, string> = {
@@ -29,19 +29,17 @@ const security = (headers: Record<string, unknown> | Headers) =>
     NAMES.map((n) => [n, headers instanceof Headers ? headers.get(n) : headers[n]] as const).filter(([, v]) => v !== undefined && v !== null),
   );
 
-let db: TestDatabase;
+const db = useTestDatabase();
 let open: TestServer;
 let authed: TestServer;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
   open = await testServer({ db, listen: true });
   authed = await testServer({ db, tokens: TOKEN_SPEC });
 });
 afterAll(async () => {
   await open.close();
   await authed.close();
-  await db.drop();
 });
 
 describe('security headers', () => {

@@ -4,25 +4,12 @@
 // every event is one chunk, and what the library writes itself (the start id) interleaves in
 // order. An HTTP/1.0 client gets no chunking: bare frames.
 import net from 'node:net';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './support/db.ts';
-import { testServer, type TestServer } from './server-support.ts';
+import { describe, expect, it } from 'vitest';
+import { s, useStreamServer } from './support/stream.ts';
 import { waitFor } from './support/wait.ts';
 
-let db: TestDatabase;
-let s: TestServer;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  s = await testServer({ db, listen: true });
-});
-afterAll(async () => {
-  await s.close();
-  await db.drop();
-});
-beforeEach(async () => {
-  await db.pool.query('TRUNCATE herald.jobs, herald.job_events RESTART IDENTITY');
-});
+const { rows } = useStreamServer();
+const rowIds = async () => (await rows()).map((r) => r.id);
 
 /** A GET over a bare socket; `bytes` is everything received so far. */
 function rawGet(path: string, version: '1.0' | '1.1', headers: Record<string, string> = {}) {
@@ -61,11 +48,6 @@ function dechunk(body: Buffer): { chunks: string[]; rest: number } {
 }
 
 const eventIds = (frames: string[]) => frames.filter((f) => f.includes('event: job')).map((f) => /"eventId":"(\d+)"/.exec(f)![1]);
-
-async function rowIds(): Promise<string[]> {
-  const { rows } = await db.pool.query<{ id: string }>('SELECT id FROM herald.job_events ORDER BY tx, id');
-  return rows.map((r) => r.id);
-}
 
 describe('the SSE stream on the wire', () => {
   it('HTTP/1.1, live: the start id, then each event as exactly one well-formed chunk, in feed order', async () => {
