@@ -41,9 +41,9 @@ export class ProduceService {
    * A call that finds no statement in flight starts one at once. Beside one in flight, another
    * starts only for PARALLEL_BATCH waiting calls (up to ENQUEUE_FLUSHES at once), so a backlog's
    * commit (a WAL flush, the slowest step) overlaps the next batch's insert; fewer wait one
-   * statement's time and go together. (When any freed slot started a statement, each took the
-   * one call that came next alone: under 32 concurrent HTTP producers, 2 to 3 jobs a statement,
-   * and as many commits, NOTIFYs and stream reads; now 5 or more.)
+   * statement's time and go together. (When any freed slot started a statement, it took the one
+   * call that came next alone: under 32 concurrent HTTP producers about 5 jobs a statement, with
+   * as many commits, NOTIFYs and stream reads; now about 9.)
    */
   enqueue(input: EnqueueInput): Promise<Enqueued> {
     if (input.dependsOn?.length) return this.flows.enqueueAfter([input]).then(([made]) => made);
