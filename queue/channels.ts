@@ -17,3 +17,13 @@ export function parseJobsPayload(payload: string): { queue: string; at: number |
   const [queue, at] = payload.split(' ');
   return { queue, at: at ? Number(at) : null };
 }
+
+/**
+ * What a trigger's wake-up names: a herald_jobs notification of one queue, or herald_events. A
+ * listener passes the barriers of the targets it heard of before it reads (sql/wake.ts).
+ */
+export function wakeTarget(channel: typeof JOBS_CHANNEL, queue: string): string;
+export function wakeTarget(channel: typeof EVENTS_CHANNEL): string;
+export function wakeTarget(channel: string, queue?: string): string {
+  return queue === undefined ? channel : `${channel} ${queue}`;
+}

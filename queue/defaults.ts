@@ -12,6 +12,13 @@ export const DEFAULTS = {
   leaseMs: 30_000,
   /** Safety-net claim interval of an idle worker (NOTIFY wakes it sooner). */
   pollMs: 1_000,
+  /**
+   * How long a listener woken by a notification waits for the transactions that committed
+   * alongside its sender (they skipped their own NOTIFY) before it reads; normally one commit. Only a
+   * transaction that ran SET CONSTRAINTS ALL IMMEDIATE or PREPAREd holds it longer; past this the
+   * read goes ahead and the poll or safety read finds what it missed.
+   */
+  wakeBarrierTimeoutMs: 1_000,
   /** Retry backoff: base * 2^(attempt-1), capped at the max. */
   backoffBaseMs: 1_000,
   backoffMaxMs: HOUR_MS,

@@ -50,16 +50,16 @@ async function query<R extends pg.QueryResultRow>(url: string, text: string): Pr
 const SCHEDULED_AT = '2099-01-01T00:00:00.0005Z';
 const WHOLE_MS = Date.parse('2099-01-01T00:00:00Z');
 
-/** The herald_jobs payload that inserting a job scheduled at SCHEDULED_AT sends. */
-async function scheduledWakeUp(url: string, queueName: string): Promise<string> {
+/** The herald_jobs payload that inserting a job scheduled at SCHEDULED_AT (or runnable now) sends. */
+async function scheduledWakeUp(url: string, queueName: string, at: string | null = SCHEDULED_AT): Promise<string> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
     await c.query('LISTEN herald_jobs');
     const heard = new Promise<string>((resolve) =>
-      c.on('notification', (n) => n.payload?.startsWith(`${queueName} `) && resolve(n.payload)),
+      c.on('notification', (n) => (n.payload === queueName || n.payload?.startsWith(`${queueName} `)) && resolve(n.payload)),
     );
-    await c.query(`INSERT INTO herald.jobs (kind, queue, available_at) VALUES ('later', $1, $2)`, [queueName, SCHEDULED_AT]);
+    await c.query(`INSERT INTO herald.jobs (kind, queue, available_at) VALUES ('later', $1, coalesce($2, now()))`, [queueName, at]);
     return await heard;
   } finally {
     await c.end();
@@ -87,7 +87,7 @@ describe('migrate', () => {
     const rows = await query(url, `
       SELECT (SELECT count(*)::int FROM drizzle.__drizzle_migrations) AS applied,
              (SELECT array_agg(tgname::text ORDER BY tgname) FROM pg_trigger WHERE NOT tgisinternal) AS triggers`);
-    expect(rows[0]).toEqual({ applied: HEAD, triggers: ['job_events_after_insert', 'jobs_after_delete', 'jobs_after_insert', 'jobs_after_update', 'jobs_counts_after_delete', 'jobs_counts_after_insert', 'jobs_counts_after_truncate', 'jobs_counts_after_update', 'queues_after_change', 'schedules_after_change'] });
+    expect(rows[0]).toEqual({ applied: HEAD, triggers: ['job_events_after_insert', 'jobs_after_delete', 'jobs_after_insert', 'jobs_after_update', 'jobs_counts_after_delete', 'jobs_counts_after_insert', 'jobs_counts_after_truncate', 'jobs_counts_after_update', 'queues_after_change', 'schedules_after_change', 'wake_intents_at_commit'] });
   });
 
   it('upgrades a database made by the first landed migrations to head, keeping its jobs and events', async () => {
@@ -138,6 +138,9 @@ describe('migrate', () => {
       expect(await query(url, 'SELECT sum(enqueued)::int AS n FROM herald.queue_stats')).toEqual([{ n: 4 }]);
       // Head's functions are in place: the wake-up is rounded up, so a timer never fires early.
       expect(await scheduledWakeUp(url, 'after')).toBe(`after ${WHOLE_MS + 1}`);
+      // Runnable work is woken at commit (coalesced), and the commit-time step leaves nothing behind.
+      expect(await scheduledWakeUp(url, 'now', null)).toBe('now');
+      expect(await query(url, 'SELECT count(*)::int AS n FROM herald.wake_intents')).toEqual([{ n: 0 }]);
       // A job claimed before the upgrade finishes after it, and the triggers still log it.
       expect(await queue.complete('w:1:x', [{ id: running.id, attempt: 1, result: null }])).toEqual([]);
       expect((await queue.events(running.id)).map((e) => e.type)).toEqual(['enqueued', 'claimed', 'succeeded']);

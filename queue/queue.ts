@@ -154,6 +154,7 @@ export class Queue {
     return this.feeding.feedThrough(after, through, limit, filter);
   }
   heldBack(after: Cursor) { return this.feeding.heldBack(after); }
+  passEventsBarrier() { return this.feeding.passEventsBarrier(); }
   feedHolder(after: Cursor) { return this.feeding.feedHolder(after); }
   head() { return this.feeding.head(); }
   retentionHorizon() { return this.feeding.retentionHorizon(); }

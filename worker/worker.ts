@@ -29,6 +29,7 @@ import { ClaimRound } from './claim-round.ts';
 import { Completions } from './completions.ts';
 import { LeaseLostError, ShutdownError } from './errors.ts';
 import { LeaseKeeper } from './leases.ts';
+import { HeardQueues } from './heard-queues.ts';
 import { HeldQueues } from './held-queues.ts';
 import { mayStart } from './may-start.ts';
 import { Maintenance } from './maintenance.ts';
@@ -107,6 +108,7 @@ export class Worker {
   private scheduler?: Scheduler;
   private held!: HeldQueues;
   private heldReadAt = 0;
+  private readonly heard: HeardQueues;
   /** Which claim goes first this time: the plain one (0) or the n-th limited queue. */
   private bufferTimer?: NodeJS.Timeout;
   private heldTimer?: NodeJS.Timeout;
@@ -127,6 +129,7 @@ export class Worker {
     this.db = new Db(this.pool, { leaseMs: this.leaseMs, backoffBaseMs: opts.backoffBaseMs, backoffMaxMs: opts.backoffMaxMs });
     this.work = new WorkService(this.db);
     this.flows = new FlowService(this.db);
+    this.heard = new HeardQueues(this.work, this.log);
     this.listener = new Listener({
       url: opts.listenUrl ?? opts.databaseUrl,
       channels: [JOBS_CHANNEL, CONTROL_CHANNEL],
@@ -196,6 +199,7 @@ export class Worker {
       claim: async (limit) => {
         // The settings are re-read at least once a poll interval, in case a notification was missed.
         if (Date.now() - this.heldReadAt > pollMs) await this.refreshHeld();
+        await this.heard.passBarriers();
         return round.run(limit);
       },
       nextRunAt: async (sinceMs) => (await this.work.nextRunAt(queues, capabilities, kinds, sinceMs))?.getTime() ?? null,
@@ -270,8 +274,10 @@ export class Worker {
     if (channel === JOBS_CHANNEL) {
       const { queue, at } = parseJobsPayload(payload);
       if (this.queues && !this.queues.has(queue)) return;
-      if (at === null) this.claimer.wake(`notify ${queue}`);
-      else this.claimer.dueAtTime(at);
+      if (at === null) {
+        this.heard.add(queue);
+        this.claimer.wake(`notify ${queue}`);
+      } else this.claimer.dueAtTime(at);
     } else if (channel === CONTROL_CHANNEL && payload === `cancel ${this.id}`) {
       // The renewal's answer says which of our jobs were asked to cancel.
       this.leases.renewNow();

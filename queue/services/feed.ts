@@ -7,6 +7,9 @@ import { readRetentionHorizon } from '../sql/cleanup.ts';
 import { feedHead, readFeed, readFeedThrough } from '../sql/feed.ts';
 import { feedHeldBack, feedHolder } from '../sql/feed-backlog.ts';
 import { otherDatabaseXids } from '../sql/horizon.ts';
+import { passWakeBarriers } from '../sql/wake.ts';
+import { EVENTS_CHANNEL, wakeTarget } from '../channels.ts';
+import { DEFAULTS } from '../defaults.ts';
 import type { Db } from './db.ts';
 
 /** The open transaction the event feed waits for (see sql/horizon.ts). */
@@ -59,6 +62,15 @@ export class FeedService {
       after.tx, after.id, through.tx, through.id, limit, filter.jobId ?? null, filter.queue ?? null, filter.flowId ?? null,
     ]);
     return rows.map(toEvent);
+  }
+
+  /**
+   * After a herald_events notification, before the read it asks for: waits for the transactions
+   * that committed alongside its sender and skipped their own (sql/wake.ts). False: gave up waiting.
+   */
+  async passEventsBarrier(): Promise<boolean> {
+    const { rows } = await this.db.run(passWakeBarriers, [[wakeTarget(EVENTS_CHANNEL)], DEFAULTS.wakeBarrierTimeoutMs]);
+    return rows[0].passed;
   }
 
   /** True when committed events past `after` wait behind an open transaction (see sql/feed-backlog.ts). */

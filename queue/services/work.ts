@@ -6,6 +6,9 @@ import { claimJobs, nextRunAt } from '../sql/claim.ts';
 import { claimLimited, lockQueueSettings, rateFreeAt } from '../sql/claim-limited.ts';
 import { completeJobs, failJobs, releaseJobs, renewLeases, reportProgress } from '../sql/lease.ts';
 import { heldQueueSettings, startGate } from '../sql/settings.ts';
+import { passWakeBarriers } from '../sql/wake.ts';
+import { JOBS_CHANNEL, wakeTarget } from '../channels.ts';
+import { DEFAULTS } from '../defaults.ts';
 import type { Db } from './db.ts';
 import { toSettings, type QueueSettings } from './settings.ts';
 
@@ -59,6 +62,17 @@ function lost(sent: Lease[], returned: { id: string }[]): string[] {
 
 export class WorkService {
   constructor(private readonly db: Db) {}
+
+  /**
+   * After herald_jobs notifications of `queues`, before the claim they ask for: waits for the
+   * transactions that committed alongside their senders and skipped their own (sql/wake.ts), so
+   * the claim sees their jobs. False: gave up waiting (the poll finds what is left).
+   */
+  async passQueueBarriers(queues: string[]): Promise<boolean> {
+    const targets = queues.map((q) => wakeTarget(JOBS_CHANNEL, q));
+    const { rows } = await this.db.run(passWakeBarriers, [targets, DEFAULTS.wakeBarrierTimeoutMs]);
+    return rows[0].passed;
+  }
 
   async claim(req: ClaimRequest): Promise<Job[]> {
     const queues = req.queues?.length ? req.queues : null;

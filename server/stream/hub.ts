@@ -63,7 +63,7 @@ export class EventHub {
   static async start(opts: HubOptions): Promise<EventHub> {
     const hub = new EventHub(opts);
     await hub.tailer.start();
-    hub.listener.on('notification', () => hub.tailer.wake());
+    hub.listener.on('notification', () => hub.tailer.wake(true));
     // After a reconnect, read at once: ticks sent while it was down are gone.
     hub.listener.on('connected', () => hub.tailer.wake());
     await hub.listener.start();

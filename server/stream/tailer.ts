@@ -29,6 +29,8 @@ export class Tailer {
   caughtUpAt: number | null = null;
 
   private running = false;
+  /** A notification came: the next read first waits for its sender's skipping companions. */
+  private barrierDue = false;
   private again = false;
   private stopped = false;
   private timer?: NodeJS.Timeout;
@@ -45,7 +47,7 @@ export class Tailer {
   private readonly pageSize: number;
 
   constructor(
-    private readonly feed: Pick<FeedService, 'head' | 'feed' | 'heldBack' | 'learnOtherDatabases'>,
+    private readonly feed: Pick<FeedService, 'head' | 'feed' | 'heldBack' | 'learnOtherDatabases' | 'passEventsBarrier'>,
     private readonly fanout: Fanout,
     private readonly opts: TailerOptions = {},
   ) {
@@ -71,9 +73,11 @@ export class Tailer {
    * Asks for a read. A call during a read makes it go round once more, so no tick is lost.
    * When idle the read starts at once (lowest latency); right after a read that found events
    * it waits out `busyGapMs`, so a flood of ticks becomes a few reads of many rows each.
+   * `notified`: a herald_events notification asked for it (see drain).
    */
-  wake(): void {
+  wake(notified = false): void {
     if (this.stopped) return;
+    if (notified) this.barrierDue = true;
     if (this.running) {
       this.again = true;
       return;
@@ -95,6 +99,13 @@ export class Tailer {
     this.lastReadAt = Date.now();
     let found = 0;
     try {
+      // Transactions that committed alongside the notification's sender skipped their own:
+      // wait for them before reading (queue/sql/wake.ts). Only after a notification; a timer's
+      // read needs no barrier.
+      if (this.barrierDue) {
+        this.barrierDue = false;
+        await this.feed.passEventsBarrier();
+      }
       let page;
       do {
         page = await this.feed.feed(this.position, this.pageSize);

@@ -5,7 +5,7 @@ CREATE OR REPLACE FUNCTION herald.job_events_after_insert()
 AS $function$
 BEGIN
   IF EXISTS (SELECT 1 FROM new_events) THEN
-    PERFORM pg_notify('herald_events', '');
+    PERFORM herald.wake_at_commit('{herald_events}');
   END IF;
   RETURN NULL;
 END $function$

@@ -3,6 +3,8 @@ CREATE OR REPLACE FUNCTION herald.jobs_after_insert()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
+DECLARE
+  woken bigint;
 BEGIN
   INSERT INTO herald.job_events (job_id, queue, kind, type, status, attempt, worker, data, flow_id)
   SELECT n.id, n.queue, n.kind, 'enqueued', n.status, n.attempt, NULL,
@@ -10,14 +12,17 @@ BEGIN
   FROM new_jobs n
   ORDER BY n.id;
 
-  PERFORM pg_notify('herald_jobs',
-            CASE WHEN q.runnable THEN q.queue
-                 ELSE q.queue || ' ' || ceil(extract(epoch FROM q.next_at) * 1000)::bigint END)
-  FROM (SELECT n.queue,
-               bool_or(n.available_at <= now()) AS runnable,
-               min(n.available_at) AS next_at
-        FROM new_jobs n
-        WHERE n.status = 'queued'
-        GROUP BY n.queue) q;
+  -- Runnable now: woken at commit, coalesced. Scheduled only: its time, sent as before (a worker
+  -- sets a timer from it).
+  WITH q AS (
+    SELECT n.queue, bool_or(n.available_at <= now()) AS runnable, min(n.available_at) AS next_at
+    FROM new_jobs n
+    WHERE n.status = 'queued'
+    GROUP BY n.queue
+  )
+  SELECT herald.wake_at_commit(ARRAY(SELECT 'herald_jobs ' || q.queue FROM q WHERE q.runnable))
+         + (SELECT count(pg_notify('herald_jobs', q.queue || ' ' || ceil(extract(epoch FROM q.next_at) * 1000)::bigint))
+            FROM q WHERE NOT q.runnable)
+  INTO woken;
   RETURN NULL;
 END $function$

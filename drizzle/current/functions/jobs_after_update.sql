@@ -87,22 +87,20 @@ BEGIN
     WHERE c.type IS NOT NULL
     ORDER BY c.id
   ),
-  -- Work that became runnable now (new attempt, manual retry, reaped lease, unblocked) wakes workers.
+  -- Work that became runnable now (new attempt, manual retry, reaped lease, unblocked) wakes workers:
+  -- runnable at once through herald.wake_at_commit, scheduled later with its time (below).
   wake AS (
-    SELECT pg_notify('herald_jobs',
-             CASE WHEN q.runnable THEN q.queue
-                  ELSE q.queue || ' ' || ceil(extract(epoch FROM q.next_at) * 1000)::bigint END)
-    FROM (SELECT c.queue, bool_or(c.available_at <= now()) AS runnable, min(c.available_at) AS next_at
-          FROM c
-          WHERE c.status = 'queued' AND c.old_status <> 'queued'
-          GROUP BY c.queue) q
+    SELECT c.queue, bool_or(c.available_at <= now()) AS runnable, min(c.available_at) AS next_at
+    FROM c
+    WHERE c.status = 'queued' AND c.old_status <> 'queued'
+    GROUP BY c.queue
   ),
   -- A job of a paused or limited queue stopped running: its slot may let a waiting job start on
   -- any worker. The gate row lists those queues (empty when no queue has settings).
   freed AS (
-    SELECT pg_notify('herald_jobs', q.queue)
-    FROM (SELECT DISTINCT c.queue FROM c WHERE c.old_status = 'running' AND c.status <> 'running') q
-    WHERE q.queue = ANY((SELECT held FROM herald.queue_gate WHERE id = 1)::text[])
+    SELECT DISTINCT c.queue FROM c
+    WHERE c.old_status = 'running' AND c.status <> 'running'
+      AND c.queue = ANY((SELECT held FROM herald.queue_gate WHERE id = 1)::text[])
   ),
   -- A cancel request reaches the owning worker at once.
   cancel AS (
@@ -122,7 +120,11 @@ BEGIN
     FROM c
     WHERE c.has_children OR c.status = 'blocked'
   )
-  SELECT (SELECT count(*) FROM wake) + (SELECT count(*) FROM freed) + (SELECT count(*) FROM cancel),
+  SELECT (SELECT count(pg_notify('herald_jobs', w.queue || ' ' || ceil(extract(epoch FROM w.next_at) * 1000)::bigint))
+          FROM wake w WHERE NOT w.runnable)
+         + (SELECT count(*) FROM cancel)
+         + herald.wake_at_commit(ARRAY(SELECT 'herald_jobs ' || w.queue FROM wake w WHERE w.runnable
+                                       UNION SELECT 'herald_jobs ' || f.queue FROM freed f)),
          flow.finished, flow.reopened, flow.reblocked
   INTO notified, finished, reopened, reblocked
   FROM flow;

@@ -1,0 +1,74 @@
+// The listeners' half of coalesced wake-ups: a worker and the server's event stream, woken by the
+// one notification of two producers, also get the jobs and events of the one that skipped its
+// NOTIFY and committed after it. The poll and the tailer's safety read are a minute away, so
+// only the barrier each passes after its notification can bring them. Commits are ordered with
+// held locks (test/support/commit-hold.ts), never sleeps.
+import pg from 'pg';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { useTestDatabase } from './support/db.ts';
+import { installCommitHold, openTransaction, type HeldCommit } from './support/commit-hold.ts';
+import { lockWaitersReach } from './support/lock-waiters.ts';
+import { waitFor } from './support/wait.ts';
+import { Worker } from '../worker/worker.ts';
+import { EventHub } from '../server/stream/hub.ts';
+import type { JobEvent } from '../queue/job.ts';
+
+const db = useTestDatabase();
+let holder: pg.Client;
+
+beforeAll(async () => {
+  await installCommitHold(db.pool);
+  holder = new pg.Client({ connectionString: db.url });
+  await holder.connect();
+});
+afterAll(() => holder.end());
+
+/**
+ * Two producers of one job each in `queue`: T1 commits (and notifies) first, T2 (skipped) after
+ * it. Returns once T1 has committed while T2 still waits inside its COMMIT, holding the barrier.
+ * T2's job is 10 minutes old: another row of herald.job_counts than T1's, whose lock T1 holds.
+ */
+async function notifierThenSkipper(queue: string, key: number): Promise<{ ids: string[]; t2: HeldCommit }> {
+  const insert = (at: string) => `INSERT INTO herald.jobs (queue, kind, payload, available_at) VALUES ('${queue}', 'k', '{}', ${at})`;
+  const t1 = await openTransaction(db.pool, [insert('now()')]);
+  const t2 = await openTransaction(db.pool, [insert(`now() - interval '10 minutes'`)]);
+  const held1 = await t1.commitHeld(holder, key);
+  await lockWaitersReach(db.pool, 1);
+  const held2 = await t2.commitHeld(holder, key + 1);
+  await lockWaitersReach(db.pool, 2);
+  await held1.release();
+  const { rows } = await db.pool.query<{ id: string }>('SELECT id::text FROM herald.jobs WHERE queue = $1 ORDER BY id', [queue]);
+  return { ids: rows.map((r) => r.id), t2: held2 };
+}
+
+it('a worker woken by the notifier claims the job of the producer that skipped its NOTIFY, not at the next poll', async () => {
+  const w = new Worker({ databaseUrl: db.url, concurrency: 4, pollMs: 60_000, queues: ['wq'], scheduler: false, tasks: { k: async () => null } });
+  await w.start();
+  try {
+    const { ids, t2 } = await notifierThenSkipper('wq', 1001);
+    expect(ids).toHaveLength(1); // T2's job is not visible yet
+    await lockWaitersReach(db.pool, 2); // T2 inside its COMMIT, and the worker's barrier waiting for it
+    await t2.release();
+    const done = async () => (await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM herald.jobs WHERE queue = 'wq' AND status = 'succeeded'`)).rows[0].n;
+    await waitFor(async () => (await done()) === 2, { what: 'both jobs to run on the one notification' });
+  } finally {
+    await w.stop();
+  }
+});
+
+it("the event stream publishes the skipping producer's events on the notifier's tick, not at the safety read", async () => {
+  const hub = await EventHub.start({ queue: db.queue, listenUrl: db.url, pool: db.pool, safetyMs: 60_000 });
+  const seen: JobEvent[] = [];
+  hub.fanout.observe((events) => seen.push(...events.filter((e) => e.queue === 'sq')));
+  try {
+    const { ids, t2 } = await notifierThenSkipper('sq', 2001);
+    await lockWaitersReach(db.pool, 2); // T2 inside its COMMIT, and the tailer's barrier waiting for it
+    await t2.release();
+    await waitFor(() => seen.length >= 2, { what: "both producers' events" });
+    const all = (await db.pool.query<{ id: string }>(`SELECT id::text FROM herald.jobs WHERE queue = 'sq'`)).rows.map((r) => r.id);
+    expect(seen.map((e) => e.jobId).sort()).toEqual(all.sort());
+    expect(seen[0].jobId).toBe(ids[0]);
+  } finally {
+    await hub.stop();
+  }
+});
