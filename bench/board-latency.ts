@@ -1,6 +1,6 @@
 // The board end to end: from a POST sent in the page to the job's row in the DOM, in headless
 // Chromium, with 1 and with 1,000 SSE clients connected (the board's own stream plus 999 held by
-// this process).
+// client processes of their own, sse-clients.ts).
 //   npm run build && node bin/run-ts.js bench/board-latency.ts [--clients 1,1000] [--count 20]
 // The jobs table adds rows at most 4 times a second, so each POST waits for a quiet moment first
 // (pacing, not part of the figure). Timed in the page: performance.now() before fetch(), and a
@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Page } from 'playwright-core';
 import { percentiles } from './peers/stats.ts';
 import { benchDatabase, spawnServer } from './server-support.ts';
-import { connectMany } from './server-sse-latency.ts';
+import { spawnClients } from './server-sse-latency.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -58,7 +58,7 @@ if (path.resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
   const rows: string[] = [];
   try {
     for (const n of counts) {
-      const others = await connectMany(server.url, n - 1);
+      const others = await spawnClients(server.url, n - 1);
       const page = await browser.newPage();
       // tsx compiles this file with esbuild's keepNames, whose __name helper the page lacks.
       await page.addInitScript('globalThis.__name = (f) => f');
@@ -75,7 +75,7 @@ if (path.resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
         fromReply.push(s.fromReply);
       }
       await page.close();
-      for (const c of others) c.close();
+      await others.close();
       const a = percentiles(fromSend);
       const b = percentiles(fromReply);
       const line = `| ${n.toLocaleString('en-US')} | ${a.p50.toFixed(1)} | ${a.p95.toFixed(1)} | ${Math.max(...fromSend).toFixed(1)} | ${b.p50.toFixed(1)} |`;

@@ -1,57 +1,91 @@
 // POST→SSE-client latency with many clients connected, and the server's memory.
 //   npm run bench -- --sse                     (1, 10, 100 and 1,000 clients, a table)
-//   node bin/run-ts.js bench/server-sse-latency.ts [--clients 1,10,100,1000] [--count 60] [--interval 100]
+//   node bin/run-ts.js bench/server-sse-latency.ts [--clients 1,10,100,1000] [--count 60] [--interval 100] [--client-procs 2]
 // For each client count: N live SSE connections to `herald server` (its own process), then
 // `count` single-job POST /api/jobs `interval` ms apart. A sample is (arrival of that job's
 // `enqueued` event at a client) − (the moment its POST was sent), for every client and job.
-// The clients share this process, so their own parsing is part of the figure: an upper bound
-// on what separate machines would see.
+// The clients run in processes of their own (sse-clients.ts), raw sockets that only look for
+// job ids, so the figure is the server's and the kernel's, not a client library's; on a small
+// machine they still share its cores with the server.
+import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { createParser } from 'eventsource-parser';
+import { benchDbName } from './peers/harness.ts';
 import { percentiles } from './peers/stats.ts';
 import { benchDatabase, spawnServer, type ServerProcess } from './server-support.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const now = () => process.hrtime.bigint();
+/** Client processes (each its own event loop): two, one per core of the machine these figures come from. */
+const CLIENT_PROCS = 2;
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-export interface SseClient {
-  received: number;
-  close(): void;
+interface ClientReport {
+  /** [jobId, arrival in ns of process.hrtime] */
+  arrivals: [string, string][];
+  /** Frames each client received. */
+  received: number[];
 }
 
-/** One live SSE connection; calls onJob(jobId, now) for each `enqueued` event. */
-export function connectSse(url: string, onJob: (jobId: string, at: number) => void): Promise<SseClient> {
+export interface SseClients {
+  /** Every client's frames and arrivals so far (each arrival reported once). */
+  report(): Promise<ClientReport>;
+  close(): Promise<void>;
+}
+
+function message<T>(child: ChildProcess, pick: (m: Record<string, unknown>) => T | undefined): Promise<T> {
   return new Promise((resolve, reject) => {
-    const client: SseClient = { received: 0, close: () => req.destroy() };
-    const parser = createParser({
-      onEvent(m) {
-        const at = performance.now();
-        client.received++;
-        // The job id without parsing the whole JSON: the clients are many and share a core.
-        const id = /"jobId":"(\d+)"/.exec(m.data)?.[1];
-        if (id && m.data.includes('"type":"enqueued"')) onJob(id, at);
-      },
-    });
-    const req = http.get(`${url}/api/events`, { agent: false, headers: { accept: 'text/event-stream' } }, (res) => {
-      if (res.statusCode !== 200) return reject(new Error(`stream answered ${res.statusCode}`));
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => parser.feed(chunk));
-      res.on('error', () => {});
-      resolve(client);
-    });
-    req.on('error', reject);
+    const on = (m: Record<string, unknown>) => {
+      const v = pick(m);
+      if (typeof m.error === 'string') settle(() => reject(new Error(m.error as string)));
+      else if (v !== undefined) settle(() => resolve(v));
+    };
+    const exit = (code: number | null) => settle(() => reject(new Error(`SSE client process exited (${code})`)));
+    const settle = (fn: () => void) => {
+      child.off('message', on);
+      child.off('exit', exit);
+      fn();
+    };
+    child.on('message', on);
+    child.once('exit', exit);
   });
 }
 
-/** Opens `n` SSE clients, 50 at a time. */
-export async function connectMany(url: string, n: number, onJob: (jobId: string, at: number) => void = () => {}): Promise<SseClient[]> {
-  const conns: SseClient[] = [];
-  for (let i = 0; i < n; i += 50) {
-    conns.push(...(await Promise.all(Array.from({ length: Math.min(50, n - i) }, () => connectSse(url, onJob)))));
-  }
-  return conns;
+/** `n` live SSE connections to `url`, spread over `procs` client processes (sse-clients.ts). */
+export async function spawnClients(url: string, n: number, procs = 2): Promise<SseClients> {
+  const counts = Array.from({ length: Math.min(procs, n) }, (_, i) => Math.floor(n / procs) + (i < n % procs ? 1 : 0));
+  const children = counts.map(() =>
+    spawn(process.execPath, [path.join(ROOT, 'bin', 'run-ts.js'), path.join(ROOT, 'bench', 'sse-clients.ts')], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+  );
+  await Promise.all(
+    children.map((c, i) => {
+      const ready = message(c, (m) => (m.ready ? true : undefined));
+      c.send({ url, clients: counts[i] });
+      return ready;
+    }),
+  );
+  return {
+    async report() {
+      const parts = await Promise.all(
+        children.map((c) => {
+          const r = message(c, (m) => (m.arrivals ? (m as unknown as ClientReport) : undefined));
+          c.send({ report: true });
+          return r;
+        }),
+      );
+      return { arrivals: parts.flatMap((p) => p.arrivals), received: parts.flatMap((p) => p.received) };
+    },
+    async close() {
+      await Promise.all(
+        children.map((c) => {
+          const exited = new Promise((r) => c.once('exit', r));
+          c.send({ close: true });
+          return exited;
+        }),
+      );
+    },
+  };
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -83,32 +117,41 @@ export interface SseResult {
   serverRssMb: { connected: number; afterEvents: number };
 }
 
-async function measure(server: ServerProcess, clients: number, count: number, intervalMs: number): Promise<SseResult> {
-  const arrivals: { id: string; at: number }[] = [];
-  const conns = await connectMany(server.url, clients, (id, at) => arrivals.push({ id, at }));
+async function measure(server: ServerProcess, clients: number, count: number, intervalMs: number, procs: number): Promise<SseResult> {
+  const conns = await spawnClients(server.url, clients, procs);
   await sleep(1000);
   const rssConnected = server.rssMb();
-  const sentAt = new Map<string, number>();
-  const repliedAt = new Map<string, number>();
+  const sentAt = new Map<string, bigint>();
+  const repliedAt = new Map<string, bigint>();
   const replies: number[] = [];
+  const ms = (ns: bigint) => Number(ns) / 1e6;
   for (let i = 0; i < count; i++) {
-    const sent = performance.now();
+    const sent = now();
     const id = await post(server.url, { kind: 'echo', queue: 'bench' });
+    const replied = now();
     sentAt.set(id, sent);
-    repliedAt.set(id, performance.now());
-    replies.push(performance.now() - sent);
+    repliedAt.set(id, replied);
+    replies.push(ms(replied - sent));
     await sleep(intervalMs);
   }
+  const arrivals: { id: string; at: bigint }[] = [];
+  const received = new Array<number>(clients).fill(0);
   const deadline = Date.now() + 30_000;
-  while (conns.some((c) => c.received < count) && Date.now() < deadline) await sleep(50);
-  const samples = arrivals.filter((a) => sentAt.has(a.id)).map((a) => a.at - sentAt.get(a.id)!);
+  for (;;) {
+    const r = await conns.report();
+    for (const [id, at] of r.arrivals) arrivals.push({ id, at: BigInt(at) });
+    r.received.forEach((n, i) => (received[i] = n));
+    if (received.every((n) => n >= count) || Date.now() > deadline) break;
+    await sleep(50);
+  }
+  const samples = arrivals.filter((a) => sentAt.has(a.id)).map((a) => ms(a.at - sentAt.get(a.id)!));
   const rssAfter = server.rssMb();
-  const missing = conns.reduce((s, c) => s + Math.max(0, count - c.received), 0);
-  for (const c of conns) c.close();
+  const missing = received.reduce((s, n) => s + Math.max(0, count - n), 0);
+  await conns.close();
   await sleep(500);
   const p = percentiles(samples);
   const r = percentiles(replies);
-  const a = percentiles(arrivals.filter((x) => repliedAt.has(x.id)).map((x) => x.at - repliedAt.get(x.id)!));
+  const a = percentiles(arrivals.filter((x) => repliedAt.has(x.id)).map((x) => ms(x.at - repliedAt.get(x.id)!)));
   const round = (x: number) => Math.round(x * 100) / 100;
   return { clients, events: count, samples: samples.length, missing, latencyMs: { p50: round(p.p50), p95: round(p.p95), p99: round(p.p99) }, postReplyMs: { p50: round(r.p50), p99: round(r.p99) }, afterReplyMs: { p50: round(a.p50), p99: round(a.p99) }, serverRssMb: { connected: rssConnected, afterEvents: rssAfter } };
 }
@@ -116,23 +159,24 @@ async function measure(server: ServerProcess, clients: number, count: number, in
 export interface SseBench {
   database: string;
   intervalMs: number;
+  clientProcs: number;
   serverRssMbIdle: number;
   results: SseResult[];
 }
 
 /** The whole measurement: a fresh database, one server, then each client count in turn. */
-export async function sseLatency(opts: { clients: number[]; count: number; intervalMs: number; say?: (line: string) => void }): Promise<SseBench> {
-  const db = await benchDatabase('herald_bench_server_sse');
+export async function sseLatency(opts: { clients: number[]; count: number; intervalMs: number; clientProcs?: number; say?: (line: string) => void }): Promise<SseBench> {
+  const db = await benchDatabase(benchDbName('server_sse'));
   const server = await spawnServer(db.url);
   try {
     const results: SseResult[] = [];
     const idle = server.rssMb();
     for (const n of opts.clients) {
-      const r = await measure(server, n, opts.count, opts.intervalMs);
+      const r = await measure(server, n, opts.count, opts.intervalMs, opts.clientProcs ?? CLIENT_PROCS);
       results.push(r);
       opts.say?.(`  ${n} clients: p50 ${r.latencyMs.p50} / p95 ${r.latencyMs.p95} / p99 ${r.latencyMs.p99} ms, missing ${r.missing}, POST reply p50 ${r.postReplyMs.p50} ms, RSS ${r.serverRssMb.afterEvents} MiB`);
     }
-    return { database: db.label, intervalMs: opts.intervalMs, serverRssMbIdle: idle, results };
+    return { database: db.label, intervalMs: opts.intervalMs, clientProcs: opts.clientProcs ?? CLIENT_PROCS, serverRssMbIdle: idle, results };
   } finally {
     agent.destroy();
     await server.stop();
@@ -143,7 +187,7 @@ export async function sseLatency(opts: { clients: number[]; count: number; inter
 /** The table `npm run bench -- --sse` prints. */
 export function sseTable(b: SseBench): string {
   const lines = [
-    `POST sent → every SSE client, ms (${b.database}, one job every ${b.intervalMs} ms); the POST's own reply for reference`,
+    `POST sent → every SSE client, ms (${b.database}, one job every ${b.intervalMs} ms, clients in ${b.clientProcs} processes of their own); the POST's own reply for reference`,
     '| clients | p50 | p95 | p99 | missing | POST reply p50 / p99 | after the reply p50 / p99 | server RSS MiB |',
     '|---|---|---|---|---|---|---|---|',
   ];
@@ -165,6 +209,7 @@ if (path.resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
     clients: arg('clients', '1,10,100,1000').split(',').map(Number),
     count: Number(arg('count', '60')),
     intervalMs: Number(arg('interval', '100')),
+    clientProcs: Number(arg('client-procs', String(CLIENT_PROCS))),
     say: (line) => process.stderr.write(`${line}\n`),
   });
   process.stdout.write(`${sseTable(result)}\n${JSON.stringify(result, null, 2)}\n`);

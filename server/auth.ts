@@ -136,15 +136,19 @@ function installLoopbackGuard(app: FastifyInstance): void {
     const response = route.schema?.response as Record<string, unknown> | undefined;
     if (response) Object.assign(response, errors(421));
   });
-  app.addHook('onRequest', async (request, reply) => {
+  // A callback hook (no promise per request); one that replies does not call done.
+  app.addHook('onRequest', (request, reply, done) => {
     const host = request.headers.host;
     if (host !== undefined && !isLoopback(hostName(host, 'http://') ?? '')) {
-      return reply.code(421).send(errorBody('HERALD_MISDIRECTED', 'this server has no HERALD_TOKENS and answers only to a loopback Host (127.0.0.1, localhost, ::1)'));
+      reply.code(421).send(errorBody('HERALD_MISDIRECTED', 'this server has no HERALD_TOKENS and answers only to a loopback Host (127.0.0.1, localhost, ::1)'));
+      return;
     }
     const origin = request.headers.origin;
     if (origin !== undefined && !SAFE_METHODS.has(request.method) && !isLoopback(hostName(origin) ?? '')) {
-      return reply.code(403).send(errorBody('HERALD_CROSS_SITE', 'a page of another site may not change anything on this server (its Origin is not loopback)'));
+      reply.code(403).send(errorBody('HERALD_CROSS_SITE', 'a page of another site may not change anything on this server (its Origin is not loopback)'));
+      return;
     }
+    done();
   });
 }
 
@@ -153,9 +157,10 @@ export function installAuth(app: FastifyInstance, tokens: Tokens): void {
   // Without tokens nobody is known: actions record role null (auth off).
   app.decorateRequest('actor', null as unknown as Actor);
   app.decorateRequest('known', false);
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     request.actor = { role: null };
     request.known = tokens.size === 0;
+    done();
   });
   if (tokens.size === 0) return installLoopbackGuard(app);
   app.addHook('onRequest', async (request, reply) => {

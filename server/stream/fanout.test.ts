@@ -83,4 +83,12 @@ describe('Fanout', () => {
     expect(frames[1][0]).toBe(frames[0][0]);
     expect(frames[2][0]).toBe(frames[0][0]);
   });
+
+  it('frames it as one HTTP/1.1 chunk too, the frame a view into it (bytes counted in UTF-8, not characters)', () => {
+    const m = toMessage({ ...event('6', 'q'), data: { note: 'déjà vu ✓' } });
+    const size = m.frame.length.toString(16);
+    expect(m.chunk.toString('utf8')).toBe(`${size}\r\n${m.frame.toString('utf8')}\r\n`);
+    expect(m.frame.buffer).toBe(m.chunk.buffer);
+    expect(m.frame.length).toBeGreaterThan(m.frame.toString('utf8').length);
+  });
 });

@@ -12,14 +12,23 @@ export interface StreamMessage {
   id: bigint;
   /** `id:`, `event: job` and one `data:` line (JSON has no raw newline): every socket gets this same Buffer. */
   frame: Buffer;
+  /**
+   * The same frame as one HTTP/1.1 chunk (size line, frame, CRLF), for a chunked response's
+   * socket: one write of one shared Buffer per client. `frame` is a view into it.
+   */
+  chunk: Buffer;
   bytes: number;
 }
 
 export function toMessage(e: JobEvent): StreamMessage {
   const { cursor, ...data } = e;
   const dot = cursor.indexOf('.');
-  const frame = Buffer.from(`id: ${cursor}\nevent: job\ndata: ${JSON.stringify(data)}\n\n`);
-  return { event: e, tx: BigInt(cursor.slice(0, dot)), id: BigInt(cursor.slice(dot + 1)), frame, bytes: frame.length };
+  const text = `id: ${cursor}\nevent: job\ndata: ${JSON.stringify(data)}\n\n`;
+  const length = Buffer.byteLength(text);
+  const size = `${length.toString(16)}\r\n`;
+  const chunk = Buffer.from(`${size}${text}\r\n`);
+  const frame = chunk.subarray(size.length, size.length + length);
+  return { event: e, tx: BigInt(cursor.slice(0, dot)), id: BigInt(cursor.slice(dot + 1)), frame, chunk, bytes: length };
 }
 
 /** Orders two positions like the feed does: by (tx, id). */

@@ -10,6 +10,7 @@
 //
 // Slow clients: the buffer is bounded (events and bytes). Past the bound the session is dropped
 // and the connection ended; the client resumes with Last-Event-ID and loses nothing.
+import type { Writable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { Queue } from '../../queue/queue.ts';
@@ -98,19 +99,19 @@ export class StreamSession implements Subscriber, Flushable {
       // Everything up to target is final (the tailer read it below its horizon): read it all.
       const page = await queue.feedThrough(from, target, REPLAY_PAGE, this.filter);
       if (this.closed) return;
-      const raw = this.reply.raw;
-      // Write while the socket takes it, then wait for one 'drain': each write that meets a full
-      // buffer makes the library wait on 'drain' too, so writing on would pile up a listener per event.
+      const out = this.sink();
+      // Write while the socket takes it, then wait for one 'drain' (a listener per write that
+      // met a full buffer would pile up one per event).
       for (let i = 0; i < page.length; ) {
-        raw.cork();
-        for (; i < page.length && !raw.writableNeedDrain; i++) {
+        out.to.cork();
+        for (; i < page.length && !out.to.writableNeedDrain; i++) {
           const m = toMessage(page[i]);
-          raw.write(m.frame);
+          out.to.write(out.chunked ? m.chunk : m.frame);
           last = m;
         }
-        raw.uncork();
-        await this.drained();
-        if (this.closed || raw.destroyed) return;
+        out.to.uncork();
+        await this.drained(out.to);
+        if (this.closed || out.to.destroyed) return;
       }
       if (page.length < REPLAY_PAGE) break;
       from = { tx: last.tx.toString(), id: last.id.toString() };
@@ -133,17 +134,32 @@ export class StreamSession implements Subscriber, Flushable {
     this.reply.sse.send(message).catch(noop);
   }
 
-  private drained(): Promise<void> {
+  /**
+   * Where events go once the headers are out. The socket itself while this response owns it:
+   * each event is then one write of the frame already framed as an HTTP chunk (or bare, for a
+   * response that is not chunked), shared by every client, with none of the http layer's work
+   * per write (its chunk header and trailer make every write a three-buffer writev). Otherwise
+   * (no socket yet: a pipelined request waits its turn) the response, which frames and queues.
+   * Anything the library writes itself (start id, reset, heartbeat) goes through the response to
+   * the same socket, in call order.
+   */
+  private sink(): { to: Writable; chunked: boolean } {
     const raw = this.reply.raw;
-    if (!raw.writableNeedDrain || this.closed || raw.destroyed) return Promise.resolve();
+    const socket = raw.socket;
+    if (socket && raw.headersSent) return { to: socket, chunked: raw.chunkedEncoding };
+    return { to: raw, chunked: false };
+  }
+
+  private drained(to: Writable): Promise<void> {
+    if (!to.writableNeedDrain || this.closed || to.destroyed) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
-        raw.off('drain', done);
-        raw.off('close', done);
+        to.off('drain', done);
+        to.off('close', done);
         resolve();
       };
-      raw.on('drain', done);
-      raw.on('close', done);
+      to.on('drain', done);
+      to.on('close', done);
     });
   }
 
@@ -154,12 +170,14 @@ export class StreamSession implements Subscriber, Flushable {
   /** Writes buffered events until the socket pushes back; resumes on 'drain'. */
   private pump(): void {
     if (this.closed || this.waitingForDrain) return;
-    const raw = this.reply.raw;
+    const { to, chunked } = this.sink();
     // Uncorking may hand everything to the socket at once and clear the back-pressure without a
     // 'drain' event (Node 22 and later do): write on until the socket really pushes back.
     do {
-      raw.cork();
-      while (this.head < this.pending.length && !raw.writableNeedDrain) {
+      // One event (the usual case live) is one plain write; several go out corked, as one writev.
+      const corked = this.pending.length - this.head > 1;
+      if (corked) to.cork();
+      while (this.head < this.pending.length && !to.writableNeedDrain) {
         const m = this.pending[this.head]!;
         this.pending[this.head++] = undefined;
         this.bytes -= m.bytes;
@@ -167,10 +185,10 @@ export class StreamSession implements Subscriber, Flushable {
           if (compareMessage(m, this.skipThrough) <= 0) continue;
           this.skipThrough = null;
         }
-        raw.write(m.frame);
+        to.write(chunked ? m.chunk : m.frame);
       }
-      raw.uncork();
-    } while (this.head < this.pending.length && !raw.writableNeedDrain);
+      if (corked) to.uncork();
+    } while (this.head < this.pending.length && !to.writableNeedDrain);
     if (this.head === this.pending.length) {
       this.pending = [];
       this.head = 0;
@@ -180,7 +198,7 @@ export class StreamSession implements Subscriber, Flushable {
         this.head = 0;
       }
       this.waitingForDrain = true;
-      raw.once('drain', () => {
+      to.once('drain', () => {
         this.waitingForDrain = false;
         this.pump();
       });
