@@ -158,6 +158,7 @@ export class Queue {
   feedHolder(after: Cursor) { return this.feeding.feedHolder(after); }
   head() { return this.feeding.head(); }
   retentionHorizon() { return this.feeding.retentionHorizon(); }
+  liveStart() { return this.feeding.liveStart(); }
 
   // ---- workflows (services/flows.ts) ----
   createFlow(name: string | null, jobs: FlowJobInput[]) { return this.flowing.create(name, jobs); }

@@ -4,7 +4,7 @@
 import { START, type Cursor } from '../cursor.ts';
 import { toEvent, type JobEvent } from '../job.ts';
 import { readRetentionHorizon } from '../sql/cleanup.ts';
-import { feedHead, readFeed, readFeedThrough } from '../sql/feed.ts';
+import { feedHead, feedLiveStart, readFeed, readFeedThrough } from '../sql/feed.ts';
 import { feedHeldBack, feedHolder } from '../sql/feed-backlog.ts';
 import { otherDatabaseXids } from '../sql/horizon.ts';
 import { passWakeBarriers } from '../sql/wake.ts';
@@ -96,14 +96,26 @@ export class FeedService {
     };
   }
 
-  /** The newest feed position: where a live-only stream starts. */
-  /** The highest position retention removed: a cursor below it may have missed events. */
+  /** The highest position retention removed (START: none): a cursor below it may have missed events. */
   async retentionHorizon(): Promise<Cursor> {
     return (await this.db.run(readRetentionHorizon, [])).rows[0] ?? START;
   }
 
+  /** The newest feed position: where the tailer starts. */
   async head(): Promise<Cursor> {
     const { rows } = await this.db.run(feedHead, []);
     return rows[0] ? { tx: rows[0].tx, id: rows[0].id } : START;
+  }
+
+  /**
+   * Where a live-only stream starts (the head) and the retention horizon then (START: none), in
+   * one read: the stream knows of every removal made before it began.
+   */
+  async liveStart(): Promise<{ head: Cursor; removedThrough: Cursor }> {
+    const r = (await this.db.run(feedLiveStart, [])).rows[0];
+    return {
+      head: r.tx !== null && r.id !== null ? { tx: r.tx, id: r.id } : START,
+      removedThrough: r.removed_tx !== null && r.removed_id !== null ? { tx: r.removed_tx, id: r.removed_id } : START,
+    };
   }
 }

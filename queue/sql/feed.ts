@@ -57,6 +57,26 @@ LIMIT 1`,
 );
 
 /**
+ * A live-only stream's start: the head (as feedHead; null tx when there is no event) and the
+ * retention horizon, from one snapshot, so a removal the head no longer shows is in the horizon.
+ */
+export const feedLiveStart = statement<[], { tx: string | null; id: string | null; removed_tx: string | null; removed_id: string | null }>(
+  'feed_live_start',
+  `
+WITH ${freshHorizonCte},
+head AS (
+  SELECT e.tx, e.id FROM herald.job_events e
+  WHERE e.tx < (SELECT h FROM horizon)
+  ORDER BY e.tx DESC, e.id DESC
+  LIMIT 1
+)
+SELECT h.tx::text AS tx, h.id::text AS id, r.tx::text AS removed_tx, r.event_id::text AS removed_id
+FROM (SELECT) one
+LEFT JOIN head h ON true
+LEFT JOIN herald.retention_horizon r ON r.id = 1`,
+);
+
+/**
  * A page of a job's own events, oldest first: ids above $2 (null: from the start), $3 of them.
  * One job's writes take turns on its row lock, so its events' ids follow their commit order.
  */

@@ -5,7 +5,7 @@ import type { FastifyReply } from 'fastify';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { FeedHolder, Queue } from '../../queue/queue.ts';
-import { compareCursor, formatCursor, type Cursor } from '../../queue/cursor.ts';
+import { compareCursor, formatCursor, START, type Cursor } from '../../queue/cursor.ts';
 import { DEFAULTS } from '../../queue/defaults.ts';
 import { Listener } from '../../queue/listener.ts';
 import { EVENTS_CHANNEL } from '../../queue/channels.ts';
@@ -90,8 +90,14 @@ export class EventHub {
     // Never before target: the buffer holds only what the tailer publishes after it.
     let start = after;
     if (start === null) {
-      const head = await this.opts.queue.head().catch(() => target);
+      const live = await this.opts.queue.liveStart().catch(() => null);
+      const head = live?.head ?? target;
       start = compareCursor(head, target) > 0 ? head : target;
+      // What retention had removed before this stream began (none: no header; unknown after a
+      // failed read: none either, so a later reset is reported rather than hidden). A reconnect
+      // from before it is told of that removal again, and a client that read this knows it lost
+      // nothing there.
+      if (live && compareCursor(live.removedThrough, START) > 0) reply.header('herald-removed-through', formatCursor(live.removedThrough));
     }
     // The stream's start position, for clients that read headers (EventSource gets it as an id).
     reply.header('herald-cursor', formatCursor(start));
