@@ -18,11 +18,10 @@ export interface StreamOptions {
   lastEventId?: string;
   signal?: AbortSignal;
   /**
-   * `event: reset`: retention removed events after this stream's cursor (through
+   * `event: reset`: retention removed events this stream had not received (through
    * `removedThrough`), so whatever was built from the stream may be stale: reload it; the stream
-   * goes on either way. Called once per removal this stream is told of (a reconnect told again of
-   * the same one is not called again). A live stream's start position can lie behind a removal
-   * made before it began, so a reset does not always mean that this stream lost an event.
+   * goes on either way. Called once per removal: not again for a reconnect told of the same one,
+   * nor for one made before a live stream began (the server names it when the stream starts).
    */
   onReset?: (removedThrough: string) => void;
 }
@@ -69,7 +68,7 @@ export class EventStream implements AsyncIterable<StreamEvent> {
   lastEventId: string | undefined;
   /** Connections made after the first, since this stream began. */
   reconnects = 0;
-  /** The newest `removedThrough` of an `event: reset` this stream was sent. */
+  /** The newest removal this stream knows of: named when it started live, or by an `event: reset`. */
   removedThrough: string | undefined;
   private readonly abort = new AbortController();
   private connection?: AbortController;
@@ -133,8 +132,13 @@ export class EventStream implements AsyncIterable<StreamEvent> {
           failures++;
           continue;
         }
-        // A live stream starts at the server's head; resuming from there loses nothing.
-        this.lastEventId ??= res.headers.get('herald-cursor') ?? undefined;
+        // A live stream starts at the server's head; resuming from there loses nothing. It is
+        // also told what retention had removed by then: a reconnect from behind that is told of
+        // the removal again, and it is none of this stream's loss.
+        if (this.lastEventId === undefined) {
+          this.lastEventId = res.headers.get('herald-cursor') ?? undefined;
+          this.removedThrough = res.headers.get('herald-removed-through') ?? this.removedThrough;
+        }
         const ready: (StreamEvent | { reset: string })[] = [];
         const parser = createParser({
           onEvent: (m) => {
@@ -154,8 +158,9 @@ export class EventStream implements AsyncIterable<StreamEvent> {
             while (ready.length > 0) {
               const event = ready.shift()!;
               if ('reset' in event) {
-                // Retention's horizon only moves forward, so the same cursor again is the same removal
-                // (cursors stay opaque to clients: no need to order them).
+                // Retention's horizon only moves forward, so a reset never names an older one than
+                // the stream knows, and the same cursor again is the same removal (cursors stay
+                // opaque to clients: no need to order them).
                 if (event.reset === this.removedThrough) continue;
                 this.removedThrough = event.reset;
                 this.opts.onReset?.(event.reset);
