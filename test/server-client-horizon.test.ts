@@ -6,29 +6,26 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { HeraldClient, type EventStream, type StreamEvent } from '../client/index.ts';
 import { formatCursor } from '../queue/cursor.ts';
 import { openStream, TOKEN_SPEC, TOKENS, testServer, type TestServer } from './server-support.ts';
-import { createTestDatabase } from './support/db.ts';
+import { createTestDatabase, type TestDatabase } from './support/db.ts';
 import { waitFor } from './support/wait.ts';
 
 let s: TestServer | undefined;
+let db: TestDatabase | undefined;
 afterEach(async () => {
   await s?.close();
-  s = undefined;
+  await db?.drop();
+  s = db = undefined;
 });
 
 /** A job left queued, then a newer one that ends and is removed; then the server starts. Returns the horizon. */
 async function serverAfterRemoval(): Promise<{ server: TestServer; horizon: string }> {
-  const db = await createTestDatabase();
+  db = await createTestDatabase();
   await db.queue.enqueue({ kind: 'k', queue: 'waiting' });
   const { job } = await db.queue.enqueue({ kind: 'k', queue: 'gone' });
   await db.queue.cancel(job.id);
   await db.queue.cleanup(0);
   const horizon = formatCursor(await db.queue.retentionHorizon());
   s = await testServer({ db, listen: true, tokens: TOKEN_SPEC });
-  const close = s.close;
-  s.close = async () => {
-    await close();
-    await db.drop();
-  };
   return { server: s, horizon };
 }
 
@@ -69,7 +66,6 @@ describe('the retention horizon at a live start', () => {
     const stream = new HeraldClient({ baseUrl: server.url, token: TOKENS.viewer }).events({ onReset: (r) => resets.push(r) });
     const { seen, done } = consume(stream);
     await waitFor(() => stream.lastEventId !== undefined, { what: 'the live start' });
-    expect(stream.removedThrough).toBe(horizon);
     // Reconnects from its start, behind the removal: the server names it again.
     stream.reconnect();
     await waitFor(() => stream.reconnects === 1, { what: 'the reconnect' });

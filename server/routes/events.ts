@@ -27,7 +27,9 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
           'Each message: `event: job`, `id:` an opaque cursor, `data:` {eventId, jobId, queue, kind, type, status, attempt, worker, at, data, flowId}. ' +
           'Filters: ?queue=, ?job=, ?flow=. ' +
           'Without Last-Event-ID the stream is live only (it starts with an `id:` naming its start; the Herald-Cursor header holds it too). ' +
+          'A live stream that starts after retention removed events also gets the Herald-Removed-Through header, the highest position removed: a later resume from before it is told of that removal (`event: reset`), which is no loss of this stream\'s. ' +
           'With Last-Event-ID (header, or ?lastEventId=) it first replays every matching event after that cursor; 0 replays from the beginning. ' +
+          'One whose cursor is older than what retention has since removed first gets `event: reset`, data {removedThrough}. ' +
           'Every event exactly once, each job in order. A comment every 15 s keeps the connection alive. ' +
           'A client that falls more than 10,000 events behind is disconnected and resumes with Last-Event-ID. ' +
           'A server with HERALD_MAX_STREAMS streams open answers 503 with Retry-After.',
