@@ -44,16 +44,20 @@ ORDER BY e.tx, e.id
 LIMIT $5`,
 );
 
-/** The newest position below the horizon (looking at other databases afresh): a live-only stream starts here. */
+/** The newest event below the horizon (with a fresh look at other databases; freshHorizonCte first). */
+const HEAD_CTE = `head AS (
+  SELECT e.tx, e.id FROM herald.job_events e
+  WHERE e.tx < (SELECT h FROM horizon)
+  ORDER BY e.tx DESC, e.id DESC
+  LIMIT 1
+)`;
+
+/** The newest position below the horizon: where the tailer starts. */
 export const feedHead = statement<[], { tx: string; id: string }>(
   'feed_head',
   `
-WITH ${freshHorizonCte}
-SELECT e.tx::text AS tx, e.id
-FROM herald.job_events e
-WHERE e.tx < (SELECT h FROM horizon)
-ORDER BY e.tx DESC, e.id DESC
-LIMIT 1`,
+WITH ${freshHorizonCte}, ${HEAD_CTE}
+SELECT h.tx::text AS tx, h.id FROM head h`,
 );
 
 /**
@@ -63,13 +67,7 @@ LIMIT 1`,
 export const feedLiveStart = statement<[], { tx: string | null; id: string | null; removed_tx: string | null; removed_id: string | null }>(
   'feed_live_start',
   `
-WITH ${freshHorizonCte},
-head AS (
-  SELECT e.tx, e.id FROM herald.job_events e
-  WHERE e.tx < (SELECT h FROM horizon)
-  ORDER BY e.tx DESC, e.id DESC
-  LIMIT 1
-)
+WITH ${freshHorizonCte}, ${HEAD_CTE}
 SELECT h.tx::text AS tx, h.id::text AS id, r.tx::text AS removed_tx, r.event_id::text AS removed_id
 FROM (SELECT) one
 LEFT JOIN head h ON true
