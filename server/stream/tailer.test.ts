@@ -37,3 +37,21 @@ it('reads on behind a pooler: a prepared statement name that already exists make
   expect(got.map((m) => m.event.jobId)).toEqual([job.id]);
   await tailer.stop();
 });
+
+it('passes the events barrier on the next read when passing it failed (the notification still asks for it)', async () => {
+  let passes = 0;
+  const feed = Object.assign(Object.create(db.queue) as typeof db.queue, {
+    // The first pass fails as a dropped connection would; the database answers the others.
+    passEventsBarrier: () => (++passes === 1 ? Promise.reject(new Error('connection lost')) : db.queue.passEventsBarrier()),
+  });
+  const tailer = new Tailer(feed, new Fanout(), { safetyMs: 60_000 });
+  await tailer.start();
+  tailer.wake(true);
+  await tailer['idle'];
+  expect(tailer.dbUp).toBe(false);
+  tailer.wake(); // the next read, as the safety timer would start it
+  await tailer['idle'];
+  expect(passes).toBe(2);
+  expect(tailer.dbUp).toBe(true);
+  await tailer.stop();
+});

@@ -104,7 +104,11 @@ export class Tailer {
       // read needs no barrier.
       if (this.barrierDue) {
         this.barrierDue = false;
-        await this.feed.passEventsBarrier();
+        // A failed pass stays due, so the retried read passes it (as the worker's heard queues do).
+        await this.feed.passEventsBarrier().catch((err: unknown) => {
+          this.barrierDue = true;
+          throw err;
+        });
       }
       let page;
       do {
