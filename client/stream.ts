@@ -26,7 +26,6 @@ export interface StreamOptions {
   onReset?: (removedThrough: string) => void;
 }
 
-
 /** An error reply of the API: Fastify's {statusCode, error, message}, and its stable `code` (README, "Error codes"). */
 export class HeraldApiError extends Error {
   override name = 'HeraldApiError';
