@@ -2,11 +2,13 @@
 // rollback, and each wake-up on the channel whose listeners need it.
 import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../test/support/db.ts';
+import { waitFor } from '../test/support/wait.ts';
 
 const db = useTestDatabase({ backoffBaseMs: 1000, backoffMaxMs: 60_000 }, { truncate: ['herald.jobs', 'herald.job_events'] });
 const q = db.queue;
 
 const W = 'host:1:aaaa';
+const MARKER = 'test-marker';
 
 describe('notifications', () => {
   async function collect(fn: () => Promise<unknown>) {
@@ -16,14 +18,16 @@ describe('notifications', () => {
     await client.query('LISTEN herald_jobs; LISTEN herald_events; LISTEN herald_control');
     try {
       await fn();
-      await client.query('SELECT 1');
-      await new Promise((r) => setTimeout(r, 100));
+      // PostgreSQL delivers notifications in commit order: once a marker sent after fn arrives,
+      // every notification fn's transactions sent has arrived too, and no late one can follow.
+      await db.pool.query(`SELECT pg_notify('herald_control', '${MARKER}')`);
+      await waitFor(() => got.some((n) => n.payload === MARKER), { what: 'the marker notification' });
     } finally {
       await client.query('UNLISTEN *');
       client.removeAllListeners('notification');
       client.release();
     }
-    return got;
+    return got.filter((n) => n.payload !== MARKER);
   }
 
   it('a batch of 1,000 jobs into 2 queues sends exactly 2 job notifications', async () => {
