@@ -184,6 +184,28 @@ describe('the board, for workflows', () => {
     await close();
   });
 
+  it("lists a flow's jobs in the jobs table from its page, and follows them live", async () => {
+    const gate = gates.create();
+    const made = await createFlow('listed', [
+      { ref: 'root', kind: 'gated', payload: { gate: gate.url } },
+      { ref: 'leaf', kind: 'gather', dependsOn: ['root'] },
+    ]);
+    await createFlow('other', [{ ref: 'solo', kind: 'gather' }]);
+    const ids = byRef(made);
+    const { page, problems, close } = await openBoard(browser, url, `#/flows/${made.flow.id}`);
+    await page.click(tid('flow-jobs-link'));
+    await page.waitForURL((u) => u.hash === `#/jobs?flow=${made.flow.id}`);
+    await page.waitForSelector(`${tid(`job-row-${ids.leaf}`)}[data-status="blocked"]`);
+    expect(await page.inputValue(tid('filter-flow'))).toBe(made.flow.id);
+    const listed = await page.$$eval('[data-testid^="job-row-"]', (rs) => rs.map((r) => r.getAttribute('data-testid')));
+    expect(listed.sort()).toEqual([`job-row-${ids.leaf}`, `job-row-${ids.root}`].sort());
+    await gate.reached(1);
+    gate.open();
+    await page.waitForSelector(`${tid(`job-row-${ids.leaf}`)}[data-status="succeeded"]`);
+    expect(problems).toEqual([]);
+    await close();
+  });
+
   it("cancels a flow from its page, then retries it from where it broke, the graph following live", async () => {
     const gate = gates.create();
     const made = await createFlow('retry-me', [

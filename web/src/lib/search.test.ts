@@ -4,10 +4,12 @@ import { bulkQuestion, filterFromQuery, isoToLocal, isSearch, localToIso } from 
 describe('jobs search filters', () => {
   it('reads every filter from the URL query, empty when absent', () => {
     const f = filterFromQuery({ queue: 'billing', payload: '{"customer":42}', limit: '25' });
-    expect(f).toEqual({ queue: 'billing', status: '', kind: '', group: '', tag: '', payload: '{"customer":42}', error: '', createdAfter: '', createdBefore: '' });
+    expect(f).toEqual({ queue: 'billing', status: '', kind: '', flow: '', group: '', tag: '', payload: '{"customer":42}', error: '', createdAfter: '', createdBefore: '' });
     expect(isSearch(filterFromQuery({ tag: 'vip' }))).toBe(true);
     expect(isSearch(f)).toBe(true);
     expect(isSearch(filterFromQuery({ queue: 'billing', status: 'failed' }))).toBe(false);
+    // A flow is followed live from the stream's events: not a search.
+    expect(isSearch(filterFromQuery({ flow: '7' }))).toBe(false);
   });
 
   it('converts between datetime-local values and ISO times', () => {
@@ -22,6 +24,7 @@ describe('jobs search filters', () => {
   it('asks the bulk question in words', () => {
     expect(bulkQuestion('retry', 1204, { queue: 'billing', status: 'failed' })).toBe('retry 1,204 failed jobs in queue billing?');
     expect(bulkQuestion('cancel', 1, { queue: 'mail' })).toBe('cancel 1 job in queue mail?');
+    expect(bulkQuestion('cancel', 2, { flow: '7' })).toBe('cancel 2 jobs (flow #7)?');
     expect(bulkQuestion('delete', 3, { status: 'succeeded', payload: '{"a":1}' })).toBe('delete 3 succeeded jobs (payload ⊇ {"a":1})?');
   });
 });

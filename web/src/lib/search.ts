@@ -5,7 +5,7 @@ import type { JobFilter } from './types';
 
 /** The filters a stream event cannot be judged by (it carries no payload or error text). */
 const SEARCH_KEYS = ['group', 'tag', 'payload', 'error', 'createdAfter', 'createdBefore'] as const;
-const FILTER_KEYS = ['queue', 'status', 'kind', ...SEARCH_KEYS] as const;
+const FILTER_KEYS = ['queue', 'status', 'kind', 'flow', ...SEARCH_KEYS] as const;
 
 export function filterFromQuery(query: Record<string, string>): JobFilter {
   const f: JobFilter = {};
@@ -37,7 +37,7 @@ export function bulkQuestion(action: string, matched: number, f: JobFilter): str
   const n = matched.toLocaleString('en-US');
   const what = `${f.status ? `${f.status} ` : ''}job${matched === 1 ? '' : 's'}`;
   const where = f.queue ? ` in queue ${f.queue}` : '';
-  const more = [f.kind && `kind ${f.kind}`, f.group && `group ${f.group}`, f.tag && `tag ${f.tag}`, f.payload && `payload ⊇ ${f.payload}`, f.error && `error ~ "${f.error}"`, f.createdAfter && `after ${f.createdAfter}`, f.createdBefore && `before ${f.createdBefore}`]
+  const more = [f.kind && `kind ${f.kind}`, f.flow && `flow #${f.flow}`, f.group && `group ${f.group}`, f.tag && `tag ${f.tag}`, f.payload && `payload ⊇ ${f.payload}`, f.error && `error ~ "${f.error}"`, f.createdAfter && `after ${f.createdAfter}`, f.createdBefore && `before ${f.createdBefore}`]
     .filter(Boolean)
     .join(', ');
   return `${action} ${n} ${what}${where}${more ? ` (${more})` : ''}?`;

@@ -48,6 +48,8 @@ export interface JobFilter {
   queue?: string;
   status?: string;
   kind?: string;
+  /** A flow's id: stream events carry it, so the table follows a flow's jobs live. */
+  flow?: string;
   /** Search filters (see lib/search.ts): the server judges these; stream events cannot. */
   group?: string;
   tag?: string;

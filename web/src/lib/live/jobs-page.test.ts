@@ -49,6 +49,15 @@ describe('mergeIntoPage (jobs table)', () => {
     expect(r.rows[0].partial).toBe(true);
   });
 
+  it("follows a flow filter: only jobs of that flow are added", () => {
+    const r = mergeIntoPage(
+      [],
+      [ev('5', 'enqueued', 'queued', { flowId: '7' }), ev('6', 'enqueued', 'queued', { flowId: '8' }), ev('9', 'enqueued', 'queued')],
+      { filter: { flow: '7' }, limit: 50, firstPage: true, next: null },
+    );
+    expect(r.rows.map((j) => j.id)).toEqual(['5']);
+  });
+
   it('adds nothing on later pages, and ignores older jobs that belong to a later page', () => {
     const rows = [job('30'), job('20')];
     expect(mergeIntoPage(rows, [ev('40', 'enqueued', 'queued')], { filter: {}, limit: 2, firstPage: false, next: '20' }).changed).toBe(false);

@@ -4,9 +4,14 @@ import { compareIds } from './ids';
 import { applyEventToJob, jobFromEvent } from './job-updates';
 
 /** `status: scheduled` is a queued job whose runAt is still ahead, as the API filters it. */
-export function matchesFilter(job: { queue: string; kind: string; status: string; runAt?: string | null; data?: Record<string, unknown> | null }, f: JobFilter, now = Date.now()): boolean {
+export function matchesFilter(
+  job: { queue: string; kind: string; status: string; flowId?: string | null; runAt?: string | null; data?: Record<string, unknown> | null },
+  f: JobFilter,
+  now = Date.now(),
+): boolean {
   if (f.queue && job.queue !== f.queue) return false;
   if (f.kind && job.kind !== f.kind) return false;
+  if (f.flow && job.flowId !== f.flow) return false;
   if (f.status === 'scheduled') {
     const runAt = job.runAt ?? job.data?.runAt;
     return job.status === 'queued' && typeof runAt === 'string' && Date.parse(runAt) > now;
