@@ -24,6 +24,14 @@ export const DEFAULTS = {
   backoffMaxMs: HOUR_MS,
   /** Finished jobs (and their events) older than this are deleted; 0 keeps them. */
   retentionMs: 7 * 24 * HOUR_MS,
+  /** The event log is partitioned by transaction id; each partition is sized to span about this long... */
+  eventPartitionSpanMs: HOUR_MS,
+  /** ...at the id rate the maintainer measures; before it has one, and never fewer, this many ids. */
+  eventPartitionXids: 1_000_000,
+  /** An overflow into the default partition: the next partition starts this many ids ahead. */
+  eventPartitionSlackXids: 10_000,
+  /** Adding or dropping a partition waits at most this long for its locks (writers queue behind it). */
+  eventPartitionLockMs: 100,
   /**
    * HERALD_ASYNC_COMMIT: the worker's claims, renewals and outcomes commit without waiting for the
    * WAL flush. Off: a database crash can undo the last moments of acknowledged outcomes, and those

@@ -9,6 +9,8 @@ import { createPool, withDatabase } from './database.ts';
 import { MIGRATIONS_DIR, migrate } from './migrate.ts';
 import { Queue } from './queue.ts';
 import { rollupAll } from '../test/support/history.ts';
+import { waitFor } from '../test/support/wait.ts';
+import { parseCursor } from './cursor.ts';
 
 // drizzle/ as it first landed (0000_tables, 0001_triggers with the scheduled wake-up rounded
 // down), copied from the repository's history because tests cannot read git.
@@ -209,6 +211,51 @@ describe('migrate', () => {
       // The triggers count from here on: the running job finishes.
       expect(await queue.complete('w:1:x', [{ id: '4', attempt: 1, result: null }])).toEqual([]);
       expect(await query(url, kept)).toEqual(await query(url, counted));
+    } finally {
+      await pool.end();
+      fs.rmSync(old, { recursive: true, force: true });
+    }
+  });
+
+  it('upgrades the event log to partitions in place: same rows, the feed goes on, ids continue, retention drops the old table', async () => {
+    const old = migrationsBefore('0021_');
+    const url = await freshDatabase('events');
+    const pool = createPool(url, { max: 2 });
+    const queue = new Queue(pool);
+    try {
+      await migrate(url, old);
+      // Finished and open jobs with their events, in the old, unpartitioned table.
+      const jobs = await queue.enqueueMany([{ kind: 'a', queue: 'done' }, { kind: 'a', queue: 'done' }, { kind: 'b', queue: 'open' }]);
+      const claimed = await queue.claim({ worker: 'w:1:x', queues: ['done'], limit: 2 });
+      expect(await queue.complete('w:1:x', claimed.map((c) => ({ ...c, result: null })))).toEqual([]);
+      const all = `SELECT id::text, job_id::text, tx::text, at, queue, kind, type::text, status::text, attempt, worker, data, flow_id
+                   FROM herald.job_events ORDER BY tx, id`;
+      const before = await query(url, all);
+      expect(before).toHaveLength(7);
+      const fed = await waitFor(async () => (await queue.feed()).length === 7 && queue.feed(), { what: 'the old events in the feed' });
+      const last = fed.at(-1)!.cursor;
+      await migrate(url);
+      expect(await query(url, `SELECT relkind::text AS k FROM pg_class WHERE oid = 'herald.job_events'::regclass`)).toEqual([{ k: 'p' }]);
+      expect(await query(url, all)).toEqual(before);
+      expect(await query(url, `SELECT count(*)::int AS n FROM herald.job_events_0`)).toEqual([{ n: 7 }]);
+      // The feed goes on from where it was: the new events only, with ids after the old ones.
+      const { job } = await queue.enqueue({ kind: 'c', queue: 'open' });
+      const next = await waitFor(async () => {
+        const after = await queue.feed(parseCursor(last));
+        return after.length > 0 && after;
+      }, { what: 'the new event in the feed' });
+      expect(next.map((e) => [e.jobId, e.type])).toEqual([[job.id, 'enqueued']]);
+      expect(BigInt(next[0].eventId)).toBeGreaterThan(BigInt(before.at(-1)!.id));
+      expect(await queue.feed()).toHaveLength(8);
+      // Retention drops the old table whole once history has read it, keeping the open job's events.
+      await waitFor(async () => {
+        await rollupAll(queue, pool);
+        await queue.cleanup(0);
+        return (await query<{ gone: boolean }>(url, `SELECT to_regclass('herald.job_events_0') IS NULL AS gone`))[0].gone;
+      }, { what: 'retention to drop the old table' });
+      const left = await query<{ job_id: string }>(url, `SELECT job_id::text FROM herald.job_events ORDER BY tx, id`);
+      expect(left.map((r) => r.job_id)).toEqual([jobs[2].job.id, job.id]);
+      expect(await queue.retentionHorizon()).toEqual({ tx: before.at(-1)!.tx, id: before.at(-1)!.id });
     } finally {
       await pool.end();
       fs.rmSync(old, { recursive: true, force: true });

@@ -3,7 +3,7 @@
 // Each pass is safe to run from many processes at once.
 import { DEFAULTS } from '../defaults.ts';
 import type { JobStatus } from '../schema/index.ts';
-import { deleteFinishedJobs } from '../sql/cleanup.ts';
+import { addEventPartitions, deleteFinishedJobs, dropEventPartition, nextXid } from '../sql/cleanup.ts';
 import { dropEmptyJobCounts, foldJobCounts } from '../sql/counts.ts';
 import { expireJobs } from '../sql/expire.ts';
 import { lockHistory, pruneHistory, recordDepth, rollupEvents } from '../sql/history.ts';
@@ -13,7 +13,18 @@ import type { Executor } from '../sql/statement.ts';
 import { pruneDeadWorkers } from '../sql/workers.ts';
 import type { Db } from './db.ts';
 
+/** Width, lead, slack and lock wait of the event log's partitions (see DEFAULTS). */
+export interface EventPartitionOptions {
+  width?: bigint;
+  lead?: bigint;
+  slackXids?: number;
+  lockMs?: number;
+}
+
 export class MaintainService {
+  /** The last id and time prepareEventPartitions saw: the id rate that sizes the next partitions. */
+  private lastXid?: { x: bigint; at: number };
+
   constructor(private readonly db: Db) {}
 
   /** Requeues (or fails) running jobs whose lease expired or whose owner died. One reaper at a time. */
@@ -41,16 +52,52 @@ export class MaintainService {
   }
 
   /**
-   * Deletes finished jobs older than `olderThanMs` with their events, and the events of jobs a
-   * bulk delete removed that long ago, in batches. Returns the count of finished jobs deleted.
+   * Deletes finished jobs older than `olderThanMs`, and the events of jobs a bulk delete removed
+   * that long ago, in batches; then drops the event partitions past it (dropEventPartitions).
+   * Returns the count of finished jobs deleted.
    */
   async cleanup(olderThanMs: number, batchSize = 1000): Promise<number> {
     let total = 0;
     for (;;) {
       const { jobs, gone } = (await this.db.run(deleteFinishedJobs, [olderThanMs, batchSize])).rows[0];
       total += jobs;
-      if (jobs < batchSize && gone < batchSize) return total;
+      if (jobs < batchSize && gone < batchSize) break;
     }
+    await this.dropEventPartitions(olderThanMs);
+    return total;
+  }
+
+  /**
+   * Drops, oldest first, each event partition whose newest event is older than `olderThanMs`
+   * and that the history rollup has read (the events of jobs that still exist are kept, see
+   * drizzle/0021_event_partitions.sql). Stops when a lock was not had at once: the next pass
+   * retries. Returns how many it dropped.
+   */
+  async dropEventPartitions(olderThanMs: number, lockMs: number = DEFAULTS.eventPartitionLockMs): Promise<number> {
+    let dropped = 0;
+    while ((await this.db.run(dropEventPartition, [olderThanMs, lockMs])).rows[0].r === 1) dropped++;
+    return dropped;
+  }
+
+  /**
+   * Keeps event partitions ready ahead of the transaction ids, each sized to span about
+   * DEFAULTS.eventPartitionSpanMs at the id rate measured since the last call, one partition
+   * ahead. Returns how many it added, or -1 when another maintainer had them or a lock was not
+   * had in time (the next pass retries; inserts never wait for it: they go to the default partition).
+   */
+  async prepareEventPartitions(opts: EventPartitionOptions = {}): Promise<number> {
+    const x = BigInt((await this.db.run(nextXid, [])).rows[0].x);
+    const at = Date.now();
+    const min = BigInt(DEFAULTS.eventPartitionXids);
+    let width = opts.width ?? min;
+    if (opts.width === undefined && this.lastXid && at > this.lastXid.at) {
+      const perSpan = ((x - this.lastXid.x) * BigInt(DEFAULTS.eventPartitionSpanMs)) / BigInt(at - this.lastXid.at);
+      if (perSpan > width) width = perSpan;
+    }
+    this.lastXid = { x, at };
+    const { slackXids = DEFAULTS.eventPartitionSlackXids, lockMs = DEFAULTS.eventPartitionLockMs } = opts;
+    const lead = opts.lead ?? width;
+    return (await this.db.run(addEventPartitions, [String(width), String(lead), String(slackXids), lockMs])).rows[0].r;
   }
 
   /**

@@ -17,6 +17,7 @@ WITH ${horizonCte('$4::xid8[]')}
 SELECT ${EVENT_COLUMNS}
 FROM herald.job_events e
 WHERE (e.tx, e.id) > ($1::xid8, $2::bigint)
+  AND e.tx >= $1::xid8 -- implied, but lets the plan skip the event partitions below the cursor
   AND e.tx < (SELECT h FROM horizon)
 ORDER BY e.tx, e.id
 LIMIT $3`,
@@ -37,6 +38,7 @@ SELECT ${EVENT_COLUMNS}
 FROM herald.job_events e
 WHERE (e.tx, e.id) > ($1::xid8, $2::bigint)
   AND (e.tx, e.id) <= ($3::xid8, $4::bigint)
+  AND e.tx BETWEEN $1::xid8 AND $3::xid8 -- implied: only the partitions in range are read
   AND ($6::bigint IS NULL OR e.job_id = $6)
   AND ($7::text IS NULL OR e.queue = $7)
   AND ($8::bigint IS NULL OR e.flow_id = $8)

@@ -27,6 +27,7 @@ ev AS (
   SELECT e.tx, e.id, e.queue, e.type, ${minuteOf('e.at')} AS minute, e.data
   FROM herald.job_events e, cur
   WHERE (e.tx, e.id) > (cur.tx, cur.event_id)
+    AND e.tx >= (SELECT c.tx FROM cur c) -- implied: skips the event partitions below the cursor
     AND e.tx < pg_snapshot_xmin(pg_current_snapshot())
   ORDER BY e.tx, e.id
   LIMIT $1

@@ -54,16 +54,21 @@ WHERE $1::text IS NULL OR coalesce(c.queue, s.queue) = $1
 ORDER BY 1`,
 );
 
-/** Bloat watch: dead tuples and vacuum times of the two tables. */
+/** Bloat watch: dead tuples and vacuum times of the two tables (the event log's summed over its partitions). */
 export const tableStats = statement<
   [],
   { name: string; live_tuples: number; dead_tuples: number; last_autovacuum: Date | null; last_vacuum: Date | null }
 >(
   'table_stats',
   `
-SELECT relname AS name, n_live_tup::bigint::float8 AS live_tuples, n_dead_tup::bigint::float8 AS dead_tuples,
+SELECT 'jobs' AS name, n_live_tup::bigint::float8 AS live_tuples, n_dead_tup::bigint::float8 AS dead_tuples,
        last_autovacuum, last_vacuum
 FROM pg_stat_user_tables
-WHERE schemaname = 'herald' AND relname IN ('jobs', 'job_events')
-ORDER BY relname`,
+WHERE relid = 'herald.jobs'::regclass
+UNION ALL
+SELECT 'job_events', sum(s.n_live_tup)::float8, sum(s.n_dead_tup)::float8, max(s.last_autovacuum), max(s.last_vacuum)
+FROM pg_partition_tree('herald.job_events') t
+JOIN pg_stat_user_tables s ON s.relid = t.relid
+WHERE t.isleaf
+ORDER BY name`,
 );

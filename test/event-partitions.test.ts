@@ -1,0 +1,163 @@
+// The event log is partitioned by transaction id (drizzle/0021_event_partitions.sql): the
+// maintainer keeps partitions ahead, retention drops whole partitions (keeping the events of jobs
+// that still exist) and moves the retention horizon, inserts never fail for lack of a partition,
+// and a maintainer that cannot have its locks at once gives up without holding writers back.
+import type pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { formatCursor } from '../queue/cursor.ts';
+import { openStream, testServer, type TestServer } from './server-support.ts';
+import { createTestDatabase, type TestDatabase } from './support/db.ts';
+import { lockWaitersReach } from './support/lock-waiters.ts';
+import { rollupAll } from './support/history.ts';
+import { waitFor } from './support/wait.ts';
+
+let db: TestDatabase | undefined;
+let s: TestServer | undefined;
+afterEach(async () => {
+  await s?.close();
+  await db?.drop();
+  s = db = undefined;
+});
+
+const DEFAULT_PART = 'herald.job_events_default';
+
+/** The partitions holding a job's events. */
+async function partitionsOf(pool: pg.Pool, jobId: string): Promise<string[]> {
+  const { rows } = await pool.query<{ p: string }>(
+    `SELECT DISTINCT tableoid::regclass::text AS p FROM herald.job_events WHERE job_id = $1 ORDER BY 1`, [jobId]);
+  return rows.map((r) => r.p);
+}
+
+async function partitions(pool: pg.Pool): Promise<{ part: string; lo: string; hi: string }[]> {
+  return (await pool.query(`SELECT part::text, lo::text, hi::text FROM herald.event_partitions() ORDER BY lo`)).rows;
+}
+
+/** Uses transaction ids (one subtransaction each) until the next one to be assigned is past `hi`. */
+async function burnXidsTo(pool: pg.Pool, hi: bigint): Promise<void> {
+  await pool.query(`
+    DO $$ BEGIN
+      CREATE TEMP TABLE burn (x int) ON COMMIT DROP;
+      FOR i IN 1 .. greatest(${hi} - pg_snapshot_xmax(pg_current_snapshot())::text::bigint + 1, 0) LOOP
+        BEGIN INSERT INTO burn VALUES (i); EXCEPTION WHEN others THEN NULL; END;
+      END LOOP;
+    END $$`);
+}
+
+describe('event partitions', () => {
+  it('the maintainer keeps partitions ahead, and new events land in them', async () => {
+    db = await createTestDatabase();
+    const before = await partitions(db.pool);
+    expect(await db.queue.prepareEventPartitions({ width: 1000n, lead: 5000n, slackXids: 1 })).toBeGreaterThanOrEqual(5);
+    const { job } = await db.queue.enqueue({ kind: 'k' });
+    const [part] = await partitionsOf(db.pool, job.id);
+    expect(part).not.toBe(DEFAULT_PART);
+    expect(before.map((p) => p.part)).not.toContain(part);
+    // Again at once: enough lies ahead, nothing to add.
+    expect(await db.queue.prepareEventPartitions({ width: 1000n, lead: 1000n, slackXids: 1 })).toBe(0);
+  });
+
+  it('inserts land in the default partition when the maintainer never ran or fell behind, and it starts above them', async () => {
+    db = await createTestDatabase();
+    const { job: first } = await db.queue.enqueue({ kind: 'k' });
+    await db.queue.cancel(first.id);
+    expect(await partitionsOf(db.pool, first.id)).toEqual([DEFAULT_PART]);
+    // Partitions ahead, then transactions run past them all: the overflow goes to the default again.
+    expect(await db.queue.prepareEventPartitions({ width: 10n, lead: 10n, slackXids: 1 })).toBeGreaterThan(0);
+    const top = BigInt((await partitions(db.pool)).at(-1)!.hi);
+    await burnXidsTo(db.pool, top);
+    const { job: late } = await db.queue.enqueue({ kind: 'k' });
+    expect(await partitionsOf(db.pool, late.id)).toEqual([DEFAULT_PART]);
+    // The next pass skips the range the default partition holds rows of.
+    expect(await db.queue.prepareEventPartitions({ width: 1000n, lead: 5000n, slackXids: 1 })).toBeGreaterThan(0);
+    const { job: next } = await db.queue.enqueue({ kind: 'k' });
+    expect(await partitionsOf(db.pool, next.id)).not.toEqual([DEFAULT_PART]);
+    // Row-by-row retention still empties the default partition: the job that ended there goes.
+    expect(await db.queue.cleanup(0)).toBe(1);
+    expect(await partitionsOf(db.pool, first.id)).toEqual([]);
+    expect(await partitionsOf(db.pool, late.id)).toEqual([DEFAULT_PART]);
+  });
+
+  it('retention drops a whole partition, keeps the events of jobs that still exist, and moves the horizon', async () => {
+    db = await createTestDatabase();
+    const q = db.queue;
+    await q.prepareEventPartitions({ width: 1000n, lead: 100_000n, slackXids: 1 });
+    const { job: kept } = await q.enqueue({ kind: 'k', queue: 'kept' });
+    const { job: gone } = await q.enqueue({ kind: 'k', queue: 'gone' });
+    await q.cancel(gone.id);
+    const [part] = await partitionsOf(db.pool, gone.id);
+    expect(part).not.toBe(DEFAULT_PART);
+    const lastGone = (await db.pool.query(`SELECT tx::text, id::text FROM herald.job_events WHERE job_id = $1 ORDER BY tx DESC, id DESC LIMIT 1`, [gone.id])).rows[0];
+    const hi = BigInt((await partitions(db.pool)).find((p) => p.part === part)!.hi);
+    await burnXidsTo(db.pool, hi);
+    await waitFor(async () => {
+      await rollupAll(q, db!.pool); // history reads them first
+      await q.cleanup(0);
+      return (await db!.pool.query(`SELECT to_regclass($1) IS NULL AS dropped`, [part])).rows[0].dropped;
+    }, { what: `retention to drop ${part}`, everyMs: 50 });
+    // No row of it was deleted: the table is gone. The job that still exists keeps its events.
+    expect(await partitionsOf(db.pool, gone.id)).toEqual([]);
+    expect(await partitionsOf(db.pool, kept.id)).toEqual([DEFAULT_PART]);
+    const horizon = await q.retentionHorizon();
+    expect(BigInt(horizon.tx) > BigInt(lastGone.tx) || (horizon.tx === lastGone.tx && BigInt(horizon.id) >= BigInt(lastGone.id))).toBe(true);
+    expect(BigInt(horizon.tx)).toBeLessThan(hi);
+    // The SSE rule: a resume from below the horizon starts with a reset, one from it does not.
+    s = await testServer({ db, listen: true });
+    const stale = await openStream(`${s.url}/api/events?lastEventId=0`);
+    await waitFor(() => stale.messages.length >= 2, { what: 'the stale stream to get the reset and the kept job' });
+    expect(stale.messages[0]).toMatchObject({ event: 'reset' });
+    expect(stale.messages[1].json).toMatchObject({ jobId: kept.id, type: 'enqueued' });
+    await stale.close();
+    const fresh = await openStream(`${s.url}/api/events?lastEventId=${formatCursor(horizon)}`);
+    const { job: after } = await q.enqueue({ kind: 'k', queue: 'after' });
+    await waitFor(() => fresh.messages.some((m) => m.json?.jobId === after.id), { what: 'the fresh stream to get the new job' });
+    expect(fresh.messages.map((m) => m.event)).toEqual(['job']);
+    await fresh.close();
+  });
+
+  it('a maintainer that cannot have its locks gives up within its lock timeout, holds no writer back, and succeeds next pass', async () => {
+    db = await createTestDatabase();
+    const q = db.queue;
+    // The migration's first partition, empty here and closed: due for retention at once.
+    const first = (await partitions(db.pool))[0].part;
+    const reader = await db.pool.connect();
+    try {
+      await reader.query('BEGIN');
+      await reader.query('SELECT count(*) FROM herald.job_events'); // a long reader: every partition locked
+      // A writer that comes while the maintainer waits queues behind it only until it gives up,
+      // not until the reader ends: both finish while the reader is still open.
+      const dropping = q.dropEventPartitions(0, 500);
+      await lockWaitersReach(db.pool, 1);
+      const writing = q.enqueue({ kind: 'k' });
+      expect(await dropping).toBe(0);
+      const { job } = await writing;
+      expect(await partitionsOf(db.pool, job.id)).toEqual([DEFAULT_PART]);
+      const adding = q.prepareEventPartitions({ width: 1000n, lead: 1000n, slackXids: 1, lockMs: 500 });
+      await lockWaitersReach(db.pool, 1);
+      const writing2 = q.enqueue({ kind: 'k' });
+      expect(await adding).toBe(-1);
+      await writing2;
+      expect((await db.pool.query(`SELECT to_regclass($1) AS p`, [first])).rows[0].p).not.toBeNull();
+    } finally {
+      await reader.query('COMMIT');
+      reader.release();
+    }
+    expect(await q.dropEventPartitions(0, 200)).toBeGreaterThanOrEqual(1);
+    expect((await db.pool.query(`SELECT to_regclass($1) AS p`, [first])).rows[0].p).toBeNull();
+    expect(await q.prepareEventPartitions({ width: 1000n, lead: 1000n, slackXids: 1, lockMs: 200 })).toBeGreaterThan(0);
+  });
+
+  it('two maintainers at once: one adds the partitions, the other skips', async () => {
+    db = await createTestDatabase();
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT pg_advisory_xact_lock(1213353028, 4)'); // what a maintainer holds
+      expect(await db.queue.prepareEventPartitions({ width: 1000n, lead: 1000n, slackXids: 1 })).toBe(-1);
+      expect(await db.queue.dropEventPartitions(0)).toBe(0);
+    } finally {
+      await holder.query('COMMIT');
+      holder.release();
+    }
+    expect(await db.queue.prepareEventPartitions({ width: 1000n, lead: 1000n, slackXids: 1 })).toBeGreaterThan(0);
+  });
+});
