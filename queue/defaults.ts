@@ -24,8 +24,14 @@ export const DEFAULTS = {
   backoffMaxMs: HOUR_MS,
   /** Finished jobs (and their events) older than this are deleted; 0 keeps them. */
   retentionMs: 7 * 24 * HOUR_MS,
-  /** The event log is partitioned by transaction id; each partition is sized to span about this long... */
-  eventPartitionSpanMs: HOUR_MS,
+  /**
+   * The event log is partitioned by transaction id; each partition is sized to span about this
+   * share of the retention period (so about 8 partitions are live: few enough that a query
+   * which cannot prune them stays cheap), between these two spans...
+   */
+  eventPartitionsPerRetention: 8,
+  eventPartitionMinSpanMs: HOUR_MS,
+  eventPartitionMaxSpanMs: 24 * HOUR_MS,
   /** ...at the id rate the maintainer measures; before it has one, and never fewer, this many ids. */
   eventPartitionXids: 1_000_000,
   /** An overflow into the default partition: the next partition starts this many ids ahead. */

@@ -72,7 +72,7 @@ export class Maintenance {
             const deleted = await maintain.cleanup(this.opts.retentionMs);
             if (deleted > 0) log.info({ deleted, retentionMs: this.opts.retentionMs }, 'deleted finished jobs past retention');
             // Partitions ahead only with retention: without it nothing is ever dropped.
-            if ((await maintain.prepareEventPartitions()) < 0) log.debug('event partitions busy; next pass retries');
+            if ((await maintain.prepareEventPartitions({ retentionMs: this.opts.retentionMs })) < 0) log.debug('event partitions busy; next pass retries');
           } catch (err) {
             log.warn({ err: (err as Error).message }, 'retention cleanup failed');
           }

@@ -15,6 +15,8 @@ import type { Db } from './db.ts';
 
 /** Width, lead, slack and lock wait of the event log's partitions (see DEFAULTS). */
 export interface EventPartitionOptions {
+  /** What retention keeps: a partition spans about DEFAULTS.eventPartitionsPerRetention-th of it. */
+  retentionMs?: number;
   width?: bigint;
   lead?: bigint;
   slackXids?: number;
@@ -80,9 +82,9 @@ export class MaintainService {
   }
 
   /**
-   * Keeps event partitions ready ahead of the transaction ids, each sized to span about
-   * DEFAULTS.eventPartitionSpanMs at the id rate measured since the last call, one partition
-   * ahead. Returns how many it added, or -1 when another maintainer had them or a lock was not
+   * Keeps event partitions ready ahead of the transaction ids, one partition ahead, each sized to
+   * span about an eighth of the retention period (DEFAULTS.eventPartitionsPerRetention, within an
+   * hour and a day) at the id rate measured since the last call. Returns how many it added, or -1 when another maintainer had them or a lock was not
    * had in time (the next pass retries; inserts never wait for it: they go to the default partition).
    */
   async prepareEventPartitions(opts: EventPartitionOptions = {}): Promise<number> {
@@ -91,7 +93,9 @@ export class MaintainService {
     const min = BigInt(DEFAULTS.eventPartitionXids);
     let width = opts.width ?? min;
     if (opts.width === undefined && this.lastXid && at > this.lastXid.at) {
-      const perSpan = ((x - this.lastXid.x) * BigInt(DEFAULTS.eventPartitionSpanMs)) / BigInt(at - this.lastXid.at);
+      const share = (opts.retentionMs ?? DEFAULTS.retentionMs) / DEFAULTS.eventPartitionsPerRetention;
+      const spanMs = Math.min(DEFAULTS.eventPartitionMaxSpanMs, Math.max(DEFAULTS.eventPartitionMinSpanMs, share));
+      const perSpan = ((x - this.lastXid.x) * BigInt(Math.round(spanMs))) / BigInt(at - this.lastXid.at);
       if (perSpan > width) width = perSpan;
     }
     this.lastXid = { x, at };
