@@ -89,7 +89,7 @@ describe('migrate', () => {
     const rows = await query(url, `
       SELECT (SELECT count(*)::int FROM drizzle.__drizzle_migrations) AS applied,
              (SELECT array_agg(tgname::text ORDER BY tgname) FROM pg_trigger WHERE NOT tgisinternal) AS triggers`);
-    expect(rows[0]).toEqual({ applied: HEAD, triggers: ['job_events_after_insert', 'jobs_after_delete', 'jobs_after_insert', 'jobs_after_update', 'jobs_counts_after_delete', 'jobs_counts_after_insert', 'jobs_counts_after_truncate', 'jobs_counts_after_update', 'queues_after_change', 'schedules_after_change', 'wake_intents_at_commit'] });
+    expect(rows[0]).toEqual({ applied: HEAD, triggers: ['job_events_after_insert', 'jobs_after_delete', 'jobs_after_insert', 'jobs_after_update', 'jobs_counts_after_delete', 'jobs_counts_after_truncate', 'jobs_counts_after_update', 'queues_after_change', 'schedules_after_change', 'wake_intents_at_commit'] });
   });
 
   it('upgrades a database made by the first landed migrations to head, keeping its jobs and events', async () => {

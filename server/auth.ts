@@ -136,10 +136,21 @@ function installLoopbackGuard(app: FastifyInstance): void {
     const response = route.schema?.response as Record<string, unknown> | undefined;
     if (response) Object.assign(response, errors(421));
   });
+  // The Host header is the same on nearly every request: the answer for the last one is kept
+  // (parsing it as a URL was a visible part of a single enqueue's time).
+  let lastHost: string | undefined;
+  let lastHostLoopback = false;
+  const loopbackHost = (host: string) => {
+    if (host !== lastHost) {
+      lastHostLoopback = isLoopback(hostName(host, 'http://') ?? '');
+      lastHost = host;
+    }
+    return lastHostLoopback;
+  };
   // A callback hook (no promise per request); one that replies does not call done.
   app.addHook('onRequest', (request, reply, done) => {
     const host = request.headers.host;
-    if (host !== undefined && !isLoopback(hostName(host, 'http://') ?? '')) {
+    if (host !== undefined && !loopbackHost(host)) {
       reply.code(421).send(errorBody('HERALD_MISDIRECTED', 'this server has no HERALD_TOKENS and answers only to a loopback Host (127.0.0.1, localhost, ::1)'));
       return;
     }

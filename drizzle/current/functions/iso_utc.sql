@@ -2,7 +2,7 @@
 CREATE OR REPLACE FUNCTION herald.iso_utc(t timestamp with time zone)
  RETURNS text
  LANGUAGE sql
- IMMUTABLE PARALLEL SAFE
+ STABLE PARALLEL SAFE
 AS $function$
   SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
 $function$

@@ -6,12 +6,6 @@ AS $function$
 DECLARE
   woken bigint;
 BEGIN
-  INSERT INTO herald.job_events (job_id, queue, kind, type, status, attempt, worker, data, flow_id)
-  SELECT n.id, n.queue, n.kind, 'enqueued', n.status, n.attempt, NULL,
-         jsonb_build_object('priority', n.priority, 'runAt', herald.iso_utc(n.available_at), 'maxAttempts', n.max_attempts), n.flow_id
-  FROM new_jobs n
-  ORDER BY n.id;
-
   -- Runnable now: woken at commit, coalesced. Scheduled only: its time, sent as before (a worker
   -- sets a timer from it).
   WITH q AS (
@@ -20,9 +14,23 @@ BEGIN
     WHERE n.status = 'queued'
     GROUP BY n.queue
   )
-  SELECT herald.wake_at_commit(ARRAY(SELECT 'herald_jobs ' || q.queue FROM q WHERE q.runnable))
+  SELECT herald.wake_at_commit(ARRAY(SELECT 'herald_events' WHERE EXISTS (SELECT 1 FROM new_jobs))
+                               || ARRAY(SELECT 'herald_jobs ' || q.queue FROM q WHERE q.runnable))
          + (SELECT count(pg_notify('herald_jobs', q.queue || ' ' || ceil(extract(epoch FROM q.next_at) * 1000)::bigint))
             FROM q WHERE NOT q.runnable)
   INTO woken;
+
+  INSERT INTO herald.job_events (job_id, queue, kind, type, status, attempt, worker, data, flow_id)
+  SELECT n.id, n.queue, n.kind, 'enqueued', n.status, n.attempt, NULL,
+         jsonb_build_object('priority', n.priority, 'runAt', herald.iso_utc(n.available_at), 'maxAttempts', n.max_attempts), n.flow_id
+  FROM new_jobs n
+  ORDER BY n.id;
+
+  INSERT INTO herald.job_counts AS c (queue, status, minute, stripe, n)
+  SELECT n.queue, n.status, herald.job_count_minute(n.status, n.available_at), 1 + pg_backend_pid() % 1024, count(*)
+  FROM new_jobs n
+  GROUP BY 1, 2, 3
+  ORDER BY 1, 2, 3
+  ON CONFLICT (queue, status, minute, stripe) DO UPDATE SET n = c.n + excluded.n;
   RETURN NULL;
 END $function$

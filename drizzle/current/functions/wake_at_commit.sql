@@ -5,20 +5,16 @@ CREATE OR REPLACE FUNCTION herald.wake_at_commit(targets text[])
 AS $function$
 DECLARE
   pending text := current_setting('herald.wake_targets', true);
-  row_id tid;
 BEGIN
-  -- Runs in most statements that write jobs or events: plain expressions only on the usual paths.
   IF targets IS NULL OR cardinality(targets) = 0 THEN RETURN 0; END IF;
   IF pending IS NULL OR pending = '' THEN
     PERFORM set_config('herald.wake_targets', targets::text, true);
-    INSERT INTO herald.wake_intents DEFAULT VALUES RETURNING ctid INTO row_id;
-    -- Set unless the trigger already ran and deleted the row (immediate mode).
-    IF current_setting('herald.wake_targets') <> '' THEN
-      PERFORM set_config('herald.wake_row', row_id::text, true);
-    END IF;
+    INSERT INTO herald.wake_intents DEFAULT VALUES RETURNING set_config('herald.wake_row', ctid::text, true) INTO pending;
     RETURN cardinality(targets);
   END IF;
   IF targets <@ pending::text[] THEN RETURN 0; END IF;
-  PERFORM set_config('herald.wake_targets', ARRAY(SELECT DISTINCT t FROM unnest(pending::text[] || targets) t)::text, true);
+  pending := set_config('herald.wake_targets',
+    CASE WHEN cardinality(targets) = 1 THEN pending::text[] || targets
+         ELSE ARRAY(SELECT DISTINCT t FROM unnest(pending::text[] || targets) t) END::text, true);
   RETURN cardinality(targets);
 END $function$

@@ -5,25 +5,35 @@ CREATE OR REPLACE FUNCTION herald.wake_intents_at_commit()
 AS $function$
 DECLARE
   targets text[] := nullif(current_setting('herald.wake_targets', true), '')::text[];
+  row_id text := coalesce(current_setting('herald.wake_row', true), '');
+  k1 bigint;
+  k2 bigint;
   k bigint;
   t text;
+  done text;
 BEGIN
   IF targets IS NULL THEN RETURN NULL; END IF;
-  FOR k IN SELECT DISTINCT herald.wake_key(u, 1) FROM unnest(targets) u ORDER BY 1 LOOP
-    PERFORM pg_advisory_xact_lock_shared(k);
-  END LOOP;
+  IF cardinality(targets) <= 2 THEN
+    k1 := herald.wake_key(targets[1], 1);
+    k2 := coalesce(herald.wake_key(targets[2], 1), k1);
+    done := pg_advisory_xact_lock_shared(least(k1, k2))::text;
+    IF k1 <> k2 THEN done := pg_advisory_xact_lock_shared(greatest(k1, k2))::text; END IF;
+  ELSE
+    FOR k IN SELECT DISTINCT herald.wake_key(u, 1) FROM unnest(targets) u ORDER BY 1 LOOP
+      PERFORM pg_advisory_xact_lock_shared(k);
+    END LOOP;
+  END IF;
   FOREACH t IN ARRAY targets LOOP
     IF pg_try_advisory_xact_lock(herald.wake_key(t, 2)) THEN
       PERFORM pg_notify(split_part(t, ' ', 1), substr(t, length(split_part(t, ' ', 1)) + 2));
     END IF;
   END LOOP;
-  -- By its place (a TID scan); in immediate mode the row's place is not recorded yet: by its tx.
-  IF coalesce(current_setting('herald.wake_row', true), '') <> '' THEN
-    DELETE FROM herald.wake_intents WHERE ctid = current_setting('herald.wake_row')::tid;
+  -- By its place (a TID scan); a row of an older definition may lack it: by its tx.
+  IF row_id <> '' THEN
+    DELETE FROM herald.wake_intents WHERE ctid = row_id::tid;
   ELSE
     DELETE FROM herald.wake_intents WHERE tx = NEW.tx;
   END IF;
-  PERFORM set_config('herald.wake_targets', '', true);
-  PERFORM set_config('herald.wake_row', '', true);
+  done := set_config('herald.wake_targets', '', true) || set_config('herald.wake_row', '', true);
   RETURN NULL;
 END $function$
