@@ -2,6 +2,8 @@
 // the same transaction, the failure's event names it, and a redrive sends copies home.
 import { beforeEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../test/support/db.ts';
+import { claimJobs } from './sql/claim.ts';
+import { completeJobs, failJobs, renewLeases } from './sql/lease.ts';
 
 const db = useTestDatabase({}, { truncate: ['herald.jobs', 'herald.job_events', 'herald.queues'] });
 const q = db.queue;
@@ -94,6 +96,53 @@ describe('a terminal failure', () => {
     expect(copy.id).toBe(copyId);
     await q.fail(W, [{ id: copy.id, attempt: copy.attempt, error: 'still no', final: true }]);
     expect(await copiesOf(copyId)).toHaveLength(0);
+  });
+});
+
+describe('the statements of a worker', () => {
+  // The copies used to be made by an INSERT in every update's trigger, which fired the insert
+  // triggers of jobs (and of job_events) on every claim, renewal and outcome, copy or not.
+  it('fire no insert trigger of jobs unless a job fails for good in a queue with a dead-letter queue', async () => {
+    await q.patchQueue('billing', { deadLetter: 'billing.dead' });
+    await q.enqueueMany([1, 2, 3].map(() => ({ kind: 'charge', queue: 'billing', maxAttempts: 1 })));
+    const c = await db.pool.connect();
+    const calls = async () => {
+      const { rows } = await c.query<{ funcname: string; calls: string }>(`SELECT funcname, calls FROM pg_stat_xact_user_functions`);
+      return Object.fromEntries(rows.map((r) => [r.funcname, Number(r.calls)]));
+    };
+    try {
+      await c.query(`BEGIN; SET LOCAL track_functions = 'all'`);
+      const { rows } = await c.query<{ id: string; attempt: number }>(claimJobs.text, [['billing'], [], 3, W, null, 30_000, null]);
+      const [a, b, d] = rows.sort((x, y) => Number(x.id) - Number(y.id));
+      await c.query(renewLeases.text, [[a.id, b.id, d.id], [1, 1, 1], W, 30_000]);
+      await c.query(completeJobs.text, [[a.id], [1], W, ['null']]);
+      expect(await calls()).toMatchObject({ jobs_after_update: 3 });
+      expect(await calls()).not.toHaveProperty('jobs_after_insert');
+      // A final failure: one copy, made by one INSERT, after the failed events.
+      await c.query(failJobs.text, [[b.id, d.id], [1, 1], W, 1_000, 1_000, ['"x"', '"y"'], [false, false]]);
+      expect(await calls()).toMatchObject({ jobs_after_update: 4, jobs_after_insert: 1 });
+      await c.query('COMMIT');
+    } finally {
+      await c.query('ROLLBACK').catch(() => {});
+      c.release();
+    }
+  });
+
+  it('copy the jobs of one failing batch in their order, each failed event before its copy\'s enqueued event', async () => {
+    await q.patchQueue('billing', { deadLetter: 'billing.dead' });
+    const jobs = [await running(), await running(), await running()];
+    await q.fail(W, jobs.map((j) => ({ id: j.id, attempt: 1, error: 'no' })));
+    const copies = (await Promise.all(jobs.map((j) => copiesOf(j.id)))).map(([id]) => id);
+    expect([...copies].sort((x, y) => Number(x) - Number(y))).toEqual(copies);
+    const { rows } = await db.pool.query<{ job_id: string; type: string }>(
+      `SELECT job_id::text, type FROM herald.job_events
+       WHERE (type = 'failed' AND job_id = ANY($1::bigint[])) OR (type = 'enqueued' AND job_id = ANY($2::bigint[])) ORDER BY tx, id`,
+      [jobs.map((j) => j.id), copies],
+    );
+    expect(rows.map((r) => [r.job_id, r.type])).toEqual([
+      ...jobs.map((j) => [j.id, 'failed']),
+      ...copies.map((id) => [id, 'enqueued']),
+    ]);
   });
 });
 

@@ -9,16 +9,32 @@ DECLARE
   finished bigint[];
   reopened bigint[];
   reblocked bigint[];
+  dead_of bigint[];
+  dead_ids bigint[];
+  dead_queues text[];
 BEGIN
+  -- A job that failed for good in a queue with a dead-letter queue leaves a copy there, in this
+  -- transaction. A copy is never copied again, so queues pointing at each other cannot loop.
+  -- Only a statement in which a job failed for good inserts: an INSERT fires the statement
+  -- triggers of jobs even when it inserts no row, which every claim, outcome and renewal paid.
+  -- The copies' ids are drawn first, so that each failed event names its copy; the copies are
+  -- inserted after the events, as before.
+  IF EXISTS (SELECT 1 FROM old_jobs o JOIN new_jobs n ON n.id = o.id
+             WHERE n.status = 'failed' AND o.status <> 'failed' AND n.dead_letter_of IS NULL) THEN
+    SELECT array_agg(f.id ORDER BY f.copy), array_agg(f.copy ORDER BY f.copy), array_agg(f.dead_letter ORDER BY f.copy)
+    INTO dead_of, dead_ids, dead_queues
+    FROM (SELECT s.id, s.dead_letter, nextval(pg_get_serial_sequence('herald.jobs', 'id')) AS copy
+          FROM (SELECT n.id, q.dead_letter
+                FROM old_jobs o JOIN new_jobs n ON n.id = o.id JOIN herald.queues q ON q.queue = n.queue
+                WHERE n.status = 'failed' AND o.status <> 'failed' AND q.dead_letter IS NOT NULL AND n.dead_letter_of IS NULL
+                ORDER BY n.id) s) f;
+  END IF;
   WITH c AS MATERIALIZED (
     SELECT n.id, n.queue, n.kind, n.status, n.attempt, n.max_attempts, n.available_at,
            n.started_at, n.finished_at, n.lease_expires_at, n.progress, n.last_error,
            n.locked_by AS new_locked_by, n.cancel_requested_at, n.expire_at, n.flow_id, n.has_children,
            o.status AS old_status, o.cancel_requested_at AS old_cancel_requested_at, o.available_at AS old_available_at,
            o.last_error AS old_last_error,
-           -- The whole row of a job that just failed for good, for its dead-letter copy; null
-           -- on every other row, so the common statements carry nothing more.
-           CASE WHEN n.status = 'failed' AND o.status <> 'failed' THEN n::herald.jobs END AS failed_row,
            CASE WHEN n.status = 'running' THEN n.locked_by ELSE o.locked_by END AS worker,
            CASE
              WHEN n.status = o.status THEN
@@ -42,19 +58,8 @@ BEGIN
            END AS type
     FROM old_jobs o JOIN new_jobs n ON n.id = o.id
   ),
-  -- A job that failed for good in a queue with a dead-letter queue leaves a copy there, in this
-  -- transaction. A copy is never copied again, so queues pointing at each other cannot loop.
-  dead AS (
-    INSERT INTO herald.jobs (queue, kind, payload, priority, max_attempts, requires, "group", tags, timeout_ms,
-                             dead_letter_of, source_queue, trace)
-    SELECT s.dead_letter, (c.failed_row).kind, (c.failed_row).payload, (c.failed_row).priority,
-           (c.failed_row).max_attempts, (c.failed_row).requires, (c.failed_row)."group", (c.failed_row).tags,
-           (c.failed_row).timeout_ms, c.id, c.queue, (c.failed_row).trace
-    FROM c JOIN herald.queues s ON s.queue = c.queue
-    WHERE c.status = 'failed' AND c.old_status <> 'failed' AND s.dead_letter IS NOT NULL AND (c.failed_row).dead_letter_of IS NULL
-    ORDER BY c.id
-    RETURNING id, queue, dead_letter_of
-  ),
+  -- The copies to make (drawn above).
+  dead AS (SELECT * FROM unnest(dead_ids, dead_queues, dead_of) AS d(id, queue, dead_letter_of)),
   -- One event per row whose status, progress or cancel request changed. The event type is read
   -- off the transition; the reaper marks its work with last_error.reason.
   events AS (
@@ -128,6 +133,15 @@ BEGIN
          flow.finished, flow.reopened, flow.reblocked
   INTO notified, finished, reopened, reblocked
   FROM flow;
+  IF dead_ids IS NOT NULL THEN
+    INSERT INTO herald.jobs (id, queue, kind, payload, priority, max_attempts, requires, "group", tags, timeout_ms,
+                             dead_letter_of, source_queue, trace)
+    OVERRIDING SYSTEM VALUE
+    SELECT d.id, d.queue, n.kind, n.payload, n.priority, n.max_attempts, n.requires, n."group", n.tags, n.timeout_ms,
+           n.id, n.queue, n.trace
+    FROM unnest(dead_ids, dead_queues, dead_of) AS d(id, queue, dead_letter_of) JOIN new_jobs n ON n.id = d.dead_letter_of
+    ORDER BY d.id;
+  END IF;
   IF finished IS NOT NULL OR reopened IS NOT NULL OR reblocked IS NOT NULL THEN
     PERFORM herald.flow_after_update(finished, reopened, reblocked);
   END IF;
