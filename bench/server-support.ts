@@ -74,8 +74,10 @@ export async function spawnServer(databaseUrl: string, env: Record<string, strin
     url,
     child,
     rssMb() {
-      const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'));
-      return Math.round(Number(m![1]) / 1024);
+      // With HERALD_STREAM_PROCESSES > 1, the server is the primary and its children together.
+      const rss = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+      const children = fs.readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+      return Math.round([child.pid!, ...children].reduce((kb, pid) => kb + rss(pid), 0) / 1024);
     },
     async stop() {
       const exited = new Promise((r) => child.once('exit', r));

@@ -137,10 +137,30 @@ async function main() {
     await checkTokens(config);
     await startTracing(life, log);
     const { startServer } = await import('../server/index.ts');
+    const streams = await import('../server/cluster.ts');
+    const processes = config.streamProcesses;
+    if (streams.isStreamChild()) {
+      // The primary started the database and ran the migrations; DATABASE_URL and HERALD_LISTEN_URL name it.
+      process.once('disconnect', () => void life.stop().finally(() => process.exit(0)));
+      const maxStreams = streams.childMaxStreams(config.maxStreams, processes);
+      const server = await startServer({ ...serverSettings(config, opts), maxStreams, databaseUrl: config.databaseUrl!, listenUrl: config.listenUrl, logger: log, announce: false });
+      life.started('server', () => server.stop());
+      return streams.childListening(server.url);
+    }
     const db = await boot(config, log, life);
-    const server = await startServer({ ...serverSettings(config, opts), databaseUrl: db.url, listenUrl: db.listenUrl, logger: log });
-    life.started('server', () => server.stop());
-    log.info({ board: `${server.url}/` }, `the board is at ${server.url}/; jobs run once a worker does: npx herald worker --tasks ./tasks`);
+    let url: string;
+    if (processes > 1) {
+      const children = await streams.startStreamCluster(processes, { DATABASE_URL: db.url, HERALD_LISTEN_URL: db.listenUrl }, log);
+      life.started('server', () => children.stop());
+      url = children.url;
+      log.info({ url, processes }, `Herald server listening on ${url} (${processes} processes)`);
+      log.info((await import('../server/auth.ts')).parseTokens(config.tokens).describe());
+    } else {
+      const server = await startServer({ ...serverSettings(config, opts), databaseUrl: db.url, listenUrl: db.listenUrl, logger: log });
+      life.started('server', () => server.stop());
+      url = server.url;
+    }
+    log.info({ board: `${url}/` }, `the board is at ${url}/; jobs run once a worker does: npx herald worker --tasks ./tasks`);
   });
 
   withServerOptions(program.command('start').description('everything on one machine: database, migrations, server, a worker and the board'))

@@ -19,6 +19,7 @@ const ENVIRONMENT: [name: string, fallback: string | number, meaning: string][] 
   ['HERALD_BACKOFF_MAX_MS', DEFAULTS.backoffMaxMs, 'retry backoff cap'],
   ['HERALD_RETENTION_MS', DEFAULTS.retentionMs, 'finished jobs older than this are deleted (0 keeps them)'],
   ['HERALD_MAX_STREAMS', DEFAULTS.maxStreams, 'open event streams per server; past it 503 with Retry-After'],
+  ['HERALD_STREAM_PROCESSES', DEFAULTS.streamProcesses, 'processes `herald server` runs on its port, to spread SSE fan-out over cores'],
   ['HERALD_SHUTDOWN_GRACE_MS', DEFAULTS.shutdownGraceMs, 'how long a stopping worker lets jobs finish'],
 ];
 

@@ -50,6 +50,7 @@ export interface HeraldConfig {
   shutdownGraceMs: number;
   asyncCommit: boolean;
   maxStreams: number;
+  streamProcesses: number;
 }
 
 export function loadConfig(): HeraldConfig {
@@ -73,5 +74,6 @@ export function loadConfig(): HeraldConfig {
     shutdownGraceMs: int('HERALD_SHUTDOWN_GRACE_MS', DEFAULTS.shutdownGraceMs, 0),
     asyncCommit: bool('HERALD_ASYNC_COMMIT', DEFAULTS.asyncCommit),
     maxStreams: int('HERALD_MAX_STREAMS', DEFAULTS.maxStreams, 1),
+    streamProcesses: int('HERALD_STREAM_PROCESSES', DEFAULTS.streamProcesses, 1),
   };
 }

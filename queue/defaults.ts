@@ -75,6 +75,8 @@ export const DEFAULTS = {
   claimAheadTtlMs: 5_000,
   /** Open SSE streams one server serves (HERALD_MAX_STREAMS); past it a new one gets 503 with Retry-After. */
   maxStreams: 10_000,
+  /** Processes `herald server` runs on its one port (HERALD_STREAM_PROCESSES): more spread the SSE fan-out over cores. */
+  streamProcesses: 1,
   host: '127.0.0.1',
   port: 3000,
   dataDir: '.herald',

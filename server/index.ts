@@ -39,6 +39,8 @@ export interface ServerOptions {
   heartbeatMs?: number;
   /** How often this server rolls up queue history (default 10 s; one process at a time does it). */
   historyEveryMs?: number;
+  /** Log the "listening" line (default true); a child of a multi-process server leaves it to the primary. */
+  announce?: boolean;
 }
 
 export interface HeraldServer {
@@ -137,7 +139,9 @@ export async function startServer(opts: ServerOptions): Promise<HeraldServer & {
   }
   const { port } = server.app.server.address() as { port: number };
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  log.info({ url }, `Herald server listening on ${url}`);
-  log.info(tokens.describe());
+  if (opts.announce !== false) {
+    log.info({ url }, `Herald server listening on ${url}`);
+    log.info(tokens.describe());
+  }
   return { ...server, url };
 }
