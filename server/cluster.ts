@@ -4,8 +4,9 @@
 // share of the sockets, on as many cores. Each child is a whole server (its own tailer, LISTEN and
 // pool), the same as N servers behind a load balancer: exactly-once, order, filters and resets
 // hold per stream, and a Last-Event-ID resume works on any child (replay from the database, then
-// live with no gap). The primary starts the database and migrations, hands each new connection to
-// the next child in turn, and starts a new child when one dies (its clients resume on another).
+// live with no gap). The primary starts the database and migrations and starts a new child when
+// one dies (its clients resume on another); the children accept from the one shared socket, so
+// the kernel decides which child takes each connection.
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from '../queue/log.ts';
 
