@@ -136,7 +136,7 @@ async function main() {
   withServerOptions(program.command('server').description('run the HTTP/SSE server and the board (no worker)')).action(async (opts: ServerCliOptions) => {
     await checkTokens(config);
     await startTracing(life, log);
-    const { startServer } = await import('../server/index.ts');
+    const { announceListening, startServer } = await import('../server/index.ts');
     const streams = await import('../server/cluster.ts');
     const processes = config.streamProcesses;
     if (streams.isStreamChild()) {
@@ -153,8 +153,7 @@ async function main() {
       const children = await streams.startStreamCluster(processes, { DATABASE_URL: db.url, HERALD_LISTEN_URL: db.listenUrl }, log);
       life.started('server', () => children.stop());
       url = children.url;
-      log.info({ url, processes }, `Herald server listening on ${url} (${processes} processes)`);
-      log.info((await import('../server/auth.ts')).parseTokens(config.tokens).describe());
+      announceListening(log, url, (await import('../server/auth.ts')).parseTokens(config.tokens), processes);
     } else {
       const server = await startServer({ ...serverSettings(config, opts), databaseUrl: db.url, listenUrl: db.listenUrl, logger: log });
       life.started('server', () => server.stop());

@@ -1,6 +1,6 @@
 // `herald server`: the HTTP/SSE server. createServer wires the parts (pool, core, event hub,
 // metrics, Fastify app); startServer also checks the exposure rule and listens.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
 import type pg from 'pg';
 import { createPool } from '../queue/database.ts';
@@ -8,7 +8,7 @@ import { Queue } from '../queue/queue.ts';
 import { historyRollup } from '../queue/history-rollup.ts';
 import { DEFAULTS } from '../queue/defaults.ts';
 import { buildApp } from './app.ts';
-import { isLoopback, parseTokens } from './auth.ts';
+import { isLoopback, parseTokens, type Tokens } from './auth.ts';
 import { createMetrics } from './metrics.ts';
 import { AlertWatch } from './alerts.ts';
 import { EventHub } from './stream/hub.ts';
@@ -139,9 +139,13 @@ export async function startServer(opts: ServerOptions): Promise<HeraldServer & {
   }
   const { port } = server.app.server.address() as { port: number };
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  if (opts.announce !== false) {
-    log.info({ url }, `Herald server listening on ${url}`);
-    log.info(tokens.describe());
-  }
+  if (opts.announce !== false) announceListening(log, url, tokens);
   return { ...server, url };
+}
+
+/** The start's "listening" line and the auth mode; a multi-process server logs them once, from its primary. */
+export function announceListening(log: FastifyBaseLogger, url: string, tokens: Tokens, processes = 1): void {
+  if (processes > 1) log.info({ url, processes }, `Herald server listening on ${url} (${processes} processes)`);
+  else log.info({ url }, `Herald server listening on ${url}`);
+  log.info(tokens.describe());
 }

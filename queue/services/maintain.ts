@@ -84,8 +84,9 @@ export class MaintainService {
   /**
    * Keeps event partitions ready ahead of the transaction ids, one partition ahead, each sized to
    * span about an eighth of the retention period (DEFAULTS.eventPartitionsPerRetention, within an
-   * hour and a day) at the id rate measured since the last call. Returns how many it added, or -1 when another maintainer had them or a lock was not
-   * had in time (the next pass retries; inserts never wait for it: they go to the default partition).
+   * hour and a day) at the id rate measured since the last call. Returns how many it added, or -1
+   * when another maintainer had them or a lock was not had in time (the next pass retries; inserts
+   * never wait for it: they go to the default partition).
    */
   async prepareEventPartitions(opts: EventPartitionOptions = {}): Promise<number> {
     const x = BigInt((await this.db.run(nextXid, [])).rows[0].x);
