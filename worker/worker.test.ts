@@ -119,8 +119,13 @@ describe('fencing', () => {
     await withWorker({ tasks: { hang: task }, leaseMs: 300 }, async (w, queue) => {
       const { job } = await db.queue.enqueue({ kind: 'hang', queue });
       await waitFor(async () => (await db.queue.get(job.id))?.status === 'running', { what: 'the job to run' });
-      // Another worker took over a newer attempt (what the reaper plus a re-claim would do).
-      await db.pool.query(`UPDATE herald.jobs SET attempt = 2, locked_by = 'someone-else' WHERE id = $1`, [job.id]);
+      // Another worker took over a newer attempt (what the reaper plus a re-claim would do), with a
+      // lease of its own: the old one (300 ms, no longer renewed) would let the reaper requeue the
+      // job before the checks below on a slow machine.
+      await db.pool.query(
+        `UPDATE herald.jobs SET attempt = 2, locked_by = 'someone-else', owner_lock = NULL, lease_expires_at = now() + interval '1 hour' WHERE id = $1`,
+        [job.id],
+      );
       await waitFor(async () => returned, { what: 'the handler to return after its signal fired' });
       expect(reason).toMatchObject({ name: 'LeaseLostError' });
       expect(String((reason as Error).message)).toContain(w.id);
