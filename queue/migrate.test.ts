@@ -217,6 +217,33 @@ describe('migrate', () => {
     }
   });
 
+  it('upgrades the name checks in place: rows at the edges kept, the same rule enforced after', async () => {
+    const old = migrationsBefore('0024_');
+    const url = await freshDatabase('names');
+    try {
+      await migrate(url, old);
+      const longest = 'n'.repeat(128);
+      await query(url, `INSERT INTO herald.jobs (kind, queue, "group", tags) VALUES ('a.b:c-d_9', '${longest}', 'g', ARRAY['${longest}', 'x'])`);
+      await query(url, `INSERT INTO herald.queues (queue, dead_letter) VALUES ('${longest}', 'dlq')`);
+      await migrate(url);
+      expect(await query(url, `SELECT kind, queue, "group", tags FROM herald.jobs`)).toEqual([
+        { kind: 'a.b:c-d_9', queue: longest, group: 'g', tags: [longest, 'x'] },
+      ]);
+      for (const bad of [
+        `UPDATE herald.jobs SET queue = '${longest}x'`,
+        `UPDATE herald.jobs SET tags = ARRAY['${longest}x']`,
+        `UPDATE herald.queues SET dead_letter = 'no spaces'`,
+      ]) await expect(query(url, bad), bad).rejects.toMatchObject({ code: '23514' });
+      // The bounded repetition is gone from every check (its cost is what the migration removes).
+      const checks = await query<{ def: string }>(url, `
+        SELECT pg_get_constraintdef(c.oid) AS def FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace
+        WHERE n.nspname = 'herald' AND c.contype = 'c' AND pg_get_constraintdef(c.oid) LIKE '%{1,128}%'`);
+      expect(checks).toEqual([]);
+    } finally {
+      fs.rmSync(old, { recursive: true, force: true });
+    }
+  });
+
   it('upgrades the event log to partitions in place: same rows, the feed goes on, ids continue, retention drops the old table', async () => {
     const old = migrationsBefore('0021_');
     const url = await freshDatabase('events');

@@ -130,4 +130,27 @@ describe('row-shape checks', () => {
     ];
     for (const sql of attempts) await expect(db.pool.query(sql), sql).rejects.toMatchObject({ code: '23514' });
   });
+
+  it('hold names and tags to 1-128 of [A-Za-z0-9_.:-] in the database, at the edges too', async () => {
+    const { job } = await q.enqueue({ kind: 'echo' });
+    const longest = 'n'.repeat(128);
+    const set = (assignment: string) => `UPDATE herald.jobs SET ${assignment} WHERE id = ${job.id}`;
+    const refused = [
+      set(`queue = '${longest}x'`),
+      set(`queue = 'no spaces'`),
+      set(`kind = ''`),
+      set(`"group" = 'é'`),
+      set(`tags = ARRAY['ok', '${longest}x']`),
+      set(`tags = ARRAY['${longest}x']`),
+      set(`tags = ARRAY['a,b']`),
+      set(`tags = ARRAY['']`),
+      set(`tags = ARRAY['ok', NULL]`),
+      `INSERT INTO herald.queues (queue) VALUES ('${longest}x')`,
+      `INSERT INTO herald.schedules (name, cron, job) VALUES ('bad name', '* * * * *', '{}')`,
+    ];
+    for (const sql of refused) await expect(db.pool.query(sql), sql).rejects.toMatchObject({ code: '23514' });
+    await db.pool.query(set(`queue = '${longest}', kind = 'a.b:c-d_9', "group" = '${longest}', tags = ARRAY['${longest}', 'x', '${longest}']`));
+    const { rows } = await db.pool.query<{ queue: string; tags: string[] }>(`SELECT queue, tags FROM herald.jobs WHERE id = ${job.id}`);
+    expect(rows[0]).toEqual({ queue: longest, tags: [longest, 'x', longest] });
+  });
 });

@@ -9,9 +9,10 @@ import { EVENT_TYPES, JOB_STATUSES } from '../queue/schema/index.ts';
 import { ON_PARENT_FAILURE, WAITING_REASONS } from '../queue/job.ts';
 import { ERROR_CODES } from '../queue/errors.ts';
 import { MAX_NAME_LENGTH } from '../queue/defaults.ts';
+import { NAME_CHARS } from '../queue/schema/base.ts';
 
 export const Name = (description: string) =>
-  Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, pattern: '^[A-Za-z0-9_.:-]+$', description });
+  Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, pattern: `^${NAME_CHARS}+$`, description });
 export const JobId = (description = 'a job id (digits)') => Type.String({ pattern: '^[0-9]{1,19}$', description });
 export const DateTime = (description?: string) => Type.String({ format: 'date-time', ...(description ? { description } : {}) });
 

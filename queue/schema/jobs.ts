@@ -1,8 +1,8 @@
 // The jobs table: one row per job, in every status.
 import { sql } from 'drizzle-orm';
 import { bigint, boolean, check, index, integer, jsonb, smallint, text, uniqueIndex } from 'drizzle-orm/pg-core';
-import { DEFAULTS, MAX_ATTEMPTS_LIMIT, MAX_TAGS, MAX_TIMEOUT_MS } from '../defaults.ts';
-import { herald, NAME_CHARS, NAME_PATTERN, tstz } from './base.ts';
+import { DEFAULTS, MAX_ATTEMPTS_LIMIT, MAX_NAME_LENGTH, MAX_TAGS, MAX_TIMEOUT_MS } from '../defaults.ts';
+import { herald, NAME_CHARS, tstz, validName } from './base.ts';
 
 // 'blocked': waiting for its parents (workflows); added last, as PostgreSQL appends enum values.
 export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'blocked'] as const;
@@ -98,19 +98,20 @@ export const jobs = herald.table(
       'jobs_blocked_shape',
       sql`${t.status}::text <> 'blocked' OR (${t.lockedBy} IS NULL AND ${t.leaseExpiresAt} IS NULL AND ${t.ownerLock} IS NULL AND ${t.finishedAt} IS NULL)`,
     ),
-    check('jobs_ref_name', sql`${t.ref} ~ ${sql.raw(NAME_PATTERN)}`),
+    check('jobs_ref_name', validName(t.ref)),
     check('jobs_on_parent_failure', sql`${t.onParentFailure} IN ('cancel', 'run')`),
-    check('jobs_queue_name', sql`${t.queue} ~ ${sql.raw(NAME_PATTERN)}`),
-    check('jobs_kind_name', sql`${t.kind} ~ ${sql.raw(NAME_PATTERN)}`),
+    check('jobs_queue_name', validName(t.queue)),
+    check('jobs_kind_name', validName(t.kind)),
     check('jobs_max_attempts_range', sql`${t.maxAttempts} BETWEEN 1 AND ${sql.raw(String(MAX_ATTEMPTS_LIMIT))}`),
     check('jobs_attempt_range', sql`${t.attempt} BETWEEN 0 AND ${t.maxAttempts}`),
     check('jobs_requires_count', sql`cardinality(${t.requires}) <= 32`),
-    check('jobs_group_name', sql`${t.group} ~ ${sql.raw(NAME_PATTERN)}`),
+    check('jobs_group_name', validName(t.group)),
     // Every tag obeys the name rules: the list joined with ',' (not a name character) matches
-    // name(,name)*, and splitting it again gives the same list back, so no tag held a ',' or a NULL.
+    // name(,name)*, has no run of more than 128 characters without a ',' (lengths apart, as in
+    // validName), and splitting it again gives the same list back, so no tag held a ',' or a NULL.
     check(
       'jobs_tags_names',
-      sql`cardinality(${t.tags}) <= ${sql.raw(String(MAX_TAGS))} AND (cardinality(${t.tags}) = 0 OR (array_to_string(${t.tags}, ',') ~ ${sql.raw(`'^${NAME_CHARS}(,${NAME_CHARS})*$'`)} AND string_to_array(array_to_string(${t.tags}, ','), ',') = ${t.tags}))`,
+      sql`cardinality(${t.tags}) <= ${sql.raw(String(MAX_TAGS))} AND (cardinality(${t.tags}) = 0 OR (array_to_string(${t.tags}, ',') ~ ${sql.raw(`'^${NAME_CHARS}+(,${NAME_CHARS}+)*$'`)} AND array_to_string(${t.tags}, ',') !~ ${sql.raw(`'[^,]{${MAX_NAME_LENGTH + 1}}'`)} AND string_to_array(array_to_string(${t.tags}, ','), ',') = ${t.tags}))`,
     ),
     check('jobs_timeout_range', sql`${t.timeoutMs} BETWEEN 1 AND ${sql.raw(String(MAX_TIMEOUT_MS))}`),
     check('jobs_idempotency_key_length', sql`length(${t.idempotencyKey}) BETWEEN 1 AND 255`),

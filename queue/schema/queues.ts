@@ -2,7 +2,7 @@
 import { sql } from 'drizzle-orm';
 import { boolean, check, index, integer, jsonb, smallint, text } from 'drizzle-orm/pg-core';
 import { QUEUE_LIMITS } from '../defaults.ts';
-import { herald, NAME_PATTERN, tstz } from './base.ts';
+import { herald, validName, tstz } from './base.ts';
 
 /** Who asked for a manual action: data.by on the events it writes, updated_by of queue settings. */
 export interface Actor {
@@ -31,12 +31,12 @@ export const queues = herald.table(
     deadLetter: text('dead_letter'),
   },
   (t) => [
-    check('queues_queue_name', sql`${t.queue} ~ ${sql.raw(NAME_PATTERN)}`),
+    check('queues_queue_name', validName(t.queue)),
     check('queues_concurrency_range', sql`${t.concurrency} BETWEEN ${sql.raw(String(QUEUE_LIMITS.concurrency.min))} AND ${sql.raw(String(QUEUE_LIMITS.concurrency.max))}`),
     check('queues_group_concurrency_range', sql`${t.groupConcurrency} BETWEEN ${sql.raw(String(QUEUE_LIMITS.concurrency.min))} AND ${sql.raw(String(QUEUE_LIMITS.concurrency.max))}`),
     check('queues_rate_count_range', sql`${t.rateCount} BETWEEN ${sql.raw(String(QUEUE_LIMITS.rateCount.min))} AND ${sql.raw(String(QUEUE_LIMITS.rateCount.max))}`),
     check('queues_rate_period_range', sql`${t.ratePeriodMs} BETWEEN ${sql.raw(String(QUEUE_LIMITS.ratePeriodMs.min))} AND ${sql.raw(String(QUEUE_LIMITS.ratePeriodMs.max))}`),
-    check('queues_dead_letter_name', sql`${t.deadLetter} ~ ${sql.raw(NAME_PATTERN)} AND ${t.deadLetter} <> ${t.queue}`),
+    check('queues_dead_letter_name', sql`${validName(t.deadLetter)} AND ${t.deadLetter} <> ${t.queue}`),
     check('queues_rate_both', sql`(${t.rateCount} IS NULL) = (${t.ratePeriodMs} IS NULL)`),
   ],
 );

@@ -1,7 +1,7 @@
 // Recurring jobs.
 import { sql } from 'drizzle-orm';
 import { bigint, boolean, check, index, jsonb, text } from 'drizzle-orm/pg-core';
-import { herald, NAME_PATTERN, tstz } from './base.ts';
+import { herald, validName, tstz } from './base.ts';
 
 // Recurring jobs. next_run_at is the next tick to make a job for; the scheduler advances it in
 // the same transaction that enqueues the tick's job (idempotency key schedule:NAME:TICK_ISO).
@@ -20,7 +20,7 @@ export const schedules = herald.table(
     updatedAt: tstz('updated_at').notNull().defaultNow(),
   },
   (t) => [
-    check('schedules_name', sql`${t.name} ~ ${sql.raw(NAME_PATTERN)}`),
+    check('schedules_name', validName(t.name)),
     index('schedules_due').on(t.nextRunAt).where(sql`NOT ${t.paused}`),
   ],
 );
