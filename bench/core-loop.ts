@@ -1,5 +1,6 @@
 // Two loops straight through the core API (no worker runtime, no HTTP): 10,000 jobs enqueued in
-// batches, then claimed and completed 500 at a time, on one connection.
+// batches, then claimed and completed 500 at a time, on one connection (BENCH_CORE_JOBS and
+// BENCH_CORE_BATCH change both numbers).
 //   node bin/run-ts.js bench/core-loop.ts [DATABASE_URL]
 // Besides jobs/s it prints the server backend's CPU time per job when PostgreSQL runs on this
 // machine (read from /proc): on a shared, busy machine that figure moves far less than wall time,
@@ -11,8 +12,8 @@ import { migrate } from '../queue/migrate.ts';
 import { Queue } from '../queue/queue.ts';
 import { benchDbName } from './peers/harness.ts';
 
-const JOBS = 10_000;
-const BATCH = 500;
+const JOBS = Number(process.env.BENCH_CORE_JOBS ?? 10_000);
+const BATCH = Number(process.env.BENCH_CORE_BATCH ?? 500);
 const base = process.argv[2] ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const admin = new pg.Client({ connectionString: base });
@@ -63,8 +64,11 @@ cpu = backendCpuUs();
 lsn = await wal();
 t = performance.now();
 let done = 0;
+let claimCpu = 0;
 for (;;) {
+  const before = backendCpuUs();
   const jobs = await q.claim({ worker: 'bench:1:x', limit: BATCH });
+  claimCpu += backendCpuUs() - before;
   if (jobs.length === 0) break;
   const lost = await q.complete('bench:1:x', jobs.map((j) => ({ id: j.id, attempt: j.attempt, result: null })));
   done += jobs.length - lost.length;
@@ -80,6 +84,6 @@ console.log(`PostgreSQL ${version}`);
 console.log(`enqueue ${JOBS} in batches of ${BATCH}: ${enqueueMs.toFixed(0)} ms = ${Math.round(JOBS / (enqueueMs / 1000))} jobs/s`);
 console.log(`claim+complete ${done} in batches of ${BATCH}: ${drainMs.toFixed(0)} ms = ${Math.round(done / (drainMs / 1000))} jobs/s`);
 console.log(`events written: ${rows[0].n} (3 per job)`);
-console.log(`server CPU µs/job: enqueue ${(enqueueCpu / JOBS).toFixed(1)}, claim+complete ${(drainCpu / done).toFixed(1)}`);
+console.log(`server CPU µs/job: enqueue ${(enqueueCpu / JOBS).toFixed(1)}, claim+complete ${(drainCpu / done).toFixed(1)} (claim ${(claimCpu / done).toFixed(1)})`);
 // Cluster-wide: other databases' writes on a shared server count too.
 console.log(`WAL bytes/job: enqueue ${Math.round(enqueueWal / JOBS)}, claim+complete ${Math.round(drainWal / done)}`);
