@@ -10,6 +10,7 @@ import { waitFor } from '../test/support/wait.ts';
 import { EVENTS_CHANNEL, JOBS_CHANNEL } from './channels.ts';
 import { WorkService } from './services/work.ts';
 import { Db } from './services/db.ts';
+import { createPool } from './database.ts';
 
 const db = useTestDatabase();
 let listener: pg.Client;
@@ -79,6 +80,28 @@ it('the barrier holds the reader back until a skipper that commits after the not
   expect(await passed).toBe(true);
   expect(await count('late')).toBe(2);
   expect((await received()).filter((h) => h === 'herald_jobs:late')).toHaveLength(1);
+});
+
+it('a claim pipelined behind the barrier on one connection still waits for the skipper, and takes its job', async () => {
+  const pipelined = createPool(db.url, { max: 1, pipeline: true });
+  try {
+    const t1 = await openTransaction(db.pool, [insert('piped')]);
+    const t2 = await openTransaction(db.pool, [insert('piped', EARLIER)]);
+    const held1 = await t1.commitHeld(holder, 251);
+    await lockWaitersReach(db.pool, 1);
+    const held2 = await t2.commitHeld(holder, 252); // skipped, holds the barrier, waits in its COMMIT
+    await lockWaitersReach(db.pool, 2);
+    await held1.release();
+    await waitFor(async () => (await received()).includes('herald_jobs:piped'), { what: "T1's notification" });
+    const claimed = new WorkService(new Db(pipelined, {})).claimAfterBarriers(['piped'], { worker: 'w', queues: ['piped'], limit: 10 });
+    await lockWaitersReach(db.pool, 2); // T2, and the barrier waiting for it (the claim queued behind)
+    await held2.release();
+    const { jobs, barrier } = await claimed;
+    expect(barrier).toBe(true);
+    expect(jobs).toHaveLength(2);
+  } finally {
+    await pipelined.end();
+  }
 });
 
 it('two queues never share a notifier: each is woken while the other is held', async () => {
