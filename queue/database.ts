@@ -30,12 +30,14 @@ export function withDatabase(url: string, database: string): string {
 }
 
 /** A connection pool; errors on idle clients (a restarted server) are logged, not fatal. */
-export function createPool(url: string, opts: { max?: number; logger?: Logger; applicationName?: string } = {}): pg.Pool {
+export function createPool(url: string, opts: { max?: number; logger?: Logger; applicationName?: string; pipeline?: boolean } = {}): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max: opts.max ?? 10,
     application_name: opts.applicationName ?? 'herald',
     idleTimeoutMillis: 30_000,
+    // A statement written while another runs on the connection is sent at once, not queued.
+    pipeline: opts.pipeline,
   });
   pool.on('error', (err) => opts.logger?.warn({ err: err.message }, 'idle database connection failed'));
   return pool;

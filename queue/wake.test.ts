@@ -4,12 +4,13 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { useTestDatabase } from '../test/support/db.ts';
-import { installCommitHold, openTransaction } from '../test/support/commit-hold.ts';
+import { installCommitHold, openTransaction, type HeldCommit } from '../test/support/commit-hold.ts';
 import { lockWaitersReach } from '../test/support/lock-waiters.ts';
 import { waitFor } from '../test/support/wait.ts';
 import { EVENTS_CHANNEL, JOBS_CHANNEL } from './channels.ts';
 import { WorkService } from './services/work.ts';
 import { Db } from './services/db.ts';
+import { createPool } from './database.ts';
 
 const db = useTestDatabase();
 let listener: pg.Client;
@@ -62,15 +63,24 @@ it('a producer committing while another holds the notifier skips its NOTIFY; the
   expect(await count('skip')).toBe(2);
 });
 
-it('the barrier holds the reader back until a skipper that commits after the notifier has committed', async () => {
-  const t1 = await openTransaction(db.pool, [insert('late')]);
-  const t2 = await openTransaction(db.pool, [insert('late', EARLIER)]);
-  const held1 = await t1.commitHeld(holder, 201);
+/**
+ * T1 notifies `queue` and commits; T2, which committed alongside, skipped its NOTIFY and stays
+ * stopped inside its COMMIT (holding the barrier) until the returned commit is released.
+ */
+async function skipperAfterNotifier(queue: string, key: number): Promise<HeldCommit> {
+  const t1 = await openTransaction(db.pool, [insert(queue)]);
+  const t2 = await openTransaction(db.pool, [insert(queue, EARLIER)]);
+  const held1 = await t1.commitHeld(holder, key);
   await lockWaitersReach(db.pool, 1);
-  const held2 = await t2.commitHeld(holder, 202); // skipped, holds the barrier, waits in its COMMIT
+  const held2 = await t2.commitHeld(holder, key + 1);
   await lockWaitersReach(db.pool, 2);
   await held1.release();
-  await waitFor(async () => (await received()).includes('herald_jobs:late'), { what: "T1's notification" });
+  await waitFor(async () => (await received()).includes(`herald_jobs:${queue}`), { what: "T1's notification" });
+  return held2;
+}
+
+it('the barrier holds the reader back until a skipper that commits after the notifier has committed', async () => {
+  const held2 = await skipperAfterNotifier('late', 201);
   // A read right now misses T2's job: that is what the barrier is for.
   expect(await count('late')).toBe(1);
   const passed = work().passQueueBarriers(['late']);
@@ -79,6 +89,21 @@ it('the barrier holds the reader back until a skipper that commits after the not
   expect(await passed).toBe(true);
   expect(await count('late')).toBe(2);
   expect((await received()).filter((h) => h === 'herald_jobs:late')).toHaveLength(1);
+});
+
+it('a claim pipelined behind the barrier on one connection still waits for the skipper, and takes its job', async () => {
+  const pipelined = createPool(db.url, { max: 1, pipeline: true });
+  try {
+    const held2 = await skipperAfterNotifier('piped', 251);
+    const claimed = new WorkService(new Db(pipelined, {})).claimAfterBarriers(['piped'], { worker: 'w', queues: ['piped'], limit: 10 });
+    await lockWaitersReach(db.pool, 2); // T2, and the barrier waiting for it (the claim queued behind)
+    await held2.release();
+    const { jobs, barrier } = await claimed;
+    expect(barrier).toBe(true);
+    expect(jobs).toHaveLength(2);
+  } finally {
+    await pipelined.end();
+  }
 });
 
 it('two queues never share a notifier: each is woken while the other is held', async () => {

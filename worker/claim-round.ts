@@ -4,12 +4,15 @@
 // settings cost nothing extra when there are no limited queues.
 import type { Job } from '../queue/job.ts';
 import type { WorkService } from '../queue/services/work.ts';
+import type { HeardQueues } from './heard-queues.ts';
 import type { HeldQueues } from './held-queues.ts';
 import type { Slots } from './slots.ts';
 
 export interface ClaimRoundOptions {
   work: WorkService;
   held: HeldQueues;
+  /** Queues notified since the last round: their barriers are passed before its first read. */
+  heard: HeardQueues;
   slots: Slots;
   worker: string;
   leaseMs: number;
@@ -37,22 +40,35 @@ export class ClaimRound {
     const order = plain ? [null, ...limited] : limited;
     if (order.length === 0) return 0;
     this.turn = (this.turn + 1) % order.length;
+    // Queues notified since the last round: their barriers are passed before the first read
+    // (with the plain claim, in its round trip), and kept for the next round if not.
+    let heard = o.heard.take();
     let got = 0;
-    for (let i = 0; i < order.length && got < limit; i++) {
-      const q = order[(this.turn + i) % order.length];
-      let jobs: Job[];
-      if (q === null) {
-        jobs = await o.work.claim({ ...base, queues: o.queues, limit: limit - got });
-      } else {
-        // No claim-ahead for a limited queue: a buffered job would hold one of its few slots idle.
-        const room = Math.min(limit - got, o.slots.idle);
-        if (room <= 0) continue;
-        const r = await o.work.claimLimited(q, { ...base, limit: room });
-        jobs = r.jobs;
-        if (r.retryAt) o.dueAt(r.retryAt.getTime());
+    try {
+      for (let i = 0; i < order.length && got < limit; i++) {
+        const q = order[(this.turn + i) % order.length];
+        let jobs: Job[];
+        let barrier: boolean | Error = true;
+        if (q === null) {
+          ({ jobs, barrier } = await o.work.claimAfterBarriers(heard, { ...base, queues: o.queues, limit: limit - got }));
+        } else {
+          // No claim-ahead for a limited queue: a buffered job would hold one of its few slots idle.
+          const room = Math.min(limit - got, o.slots.idle);
+          if (room <= 0) continue;
+          if (heard.length > 0) barrier = await o.work.passQueueBarriers(heard);
+          const r = await o.work.claimLimited(q, { ...base, limit: room });
+          jobs = r.jobs;
+          if (r.retryAt) o.dueAt(r.retryAt.getTime());
+        }
+        if (heard.length > 0) o.heard.settle(heard, barrier);
+        heard = [];
+        for (const job of jobs) o.slots.start(job);
+        got += jobs.length;
+        // A barrier that failed under a claim that ran: its jobs start, and the claim is retried.
+        if (barrier instanceof Error) throw barrier;
       }
-      for (const job of jobs) o.slots.start(job);
-      got += jobs.length;
+    } finally {
+      for (const q of heard) o.heard.add(q);
     }
     return got;
   }

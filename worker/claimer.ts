@@ -13,8 +13,8 @@ export interface ClaimerOptions {
   maxBatch: number;
   logger: Logger;
   freeSlots(): number;
-  /** Claims up to `limit` jobs and starts them; returns how many it got. */
-  claim(limit: number): Promise<number>;
+  /** Claims up to `limit` jobs and starts them; returns how many it got. `reason`: the wake-up's. */
+  claim(limit: number, reason: string): Promise<number>;
   /**
    * When the next scheduled job this worker could take becomes runnable (epoch ms), or null; jobs
    * that became runnable in the last `sinceMs` count too (the claim that just came back began then).
@@ -100,7 +100,7 @@ export class Claimer {
     let got: number;
     const t0 = performance.now();
     try {
-      got = await this.opts.claim(limit);
+      got = await this.opts.claim(limit, reason);
     } catch (err) {
       // The database may be restarting: try again soon, backing off up to the poll interval.
       this.failures++;

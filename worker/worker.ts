@@ -78,6 +78,9 @@ export interface WorkerOptions {
   logger?: Logger;
 }
 
+/** The wake-up reason of a herald_jobs notification, before the queue's name. */
+const NOTIFIED = 'notify ';
+
 /** Outcomes waiting to be written before claiming pauses: two full complete() batches. */
 const MAX_UNWRITTEN = 1_000;
 
@@ -125,11 +128,13 @@ export class Worker {
       max: Math.min(10, 4 + Math.ceil(opts.concurrency / 16)),
       logger: this.log,
       applicationName: `herald:worker:${process.pid}`,
+      // The wake-up barrier and the claim go in one round trip (WorkService.claimAfterBarriers).
+      pipeline: true,
     });
     this.db = new Db(this.pool, { leaseMs: this.leaseMs, backoffBaseMs: opts.backoffBaseMs, backoffMaxMs: opts.backoffMaxMs });
     this.work = new WorkService(this.db);
     this.flows = new FlowService(this.db);
-    this.heard = new HeardQueues(this.work, this.log);
+    this.heard = new HeardQueues(this.log);
     this.listener = new Listener({
       url: opts.listenUrl ?? opts.databaseUrl,
       channels: [JOBS_CHANNEL, CONTROL_CHANNEL],
@@ -185,7 +190,7 @@ export class Worker {
     });
     this.held = new HeldQueues(this.work, log, this.queues);
     const round = new ClaimRound({
-      work: this.work, held: this.held, slots: this.slots, worker: this.id, leaseMs: this.leaseMs,
+      work: this.work, held: this.held, heard: this.heard, slots: this.slots, worker: this.id, leaseMs: this.leaseMs,
       queues, capabilities, kinds,
       ownerLock: () => this.listener.lockKey,
       dueAt: (at) => this.claimer.dueAtTime(at),
@@ -196,10 +201,14 @@ export class Worker {
       maxBatch: maxClaim,
       logger: log,
       freeSlots: () => this.slots.free,
-      claim: async (limit) => {
-        // The settings are re-read at least once a poll interval, in case a notification was missed.
-        if (Date.now() - this.heldReadAt > pollMs) await this.refreshHeld();
-        await this.heard.passBarriers();
+      claim: async (limit, reason) => {
+        // The settings are re-read at least once a poll interval, in case a notification was
+        // missed. A round woken by new work does not wait for that read: a stale cache can only
+        // delay a limited queue's job, and the rounds after it use the new settings.
+        if (Date.now() - this.heldReadAt > pollMs) {
+          const reading = this.refreshHeld();
+          if (!reason.startsWith(NOTIFIED)) await reading;
+        }
         return round.run(limit);
       },
       nextRunAt: async (sinceMs) => (await this.work.nextRunAt(queues, capabilities, kinds, sinceMs))?.getTime() ?? null,
@@ -276,7 +285,7 @@ export class Worker {
       if (this.queues && !this.queues.has(queue)) return;
       if (at === null) {
         this.heard.add(queue);
-        this.claimer.wake(`notify ${queue}`);
+        this.claimer.wake(`${NOTIFIED}${queue}`);
       } else this.claimer.dueAtTime(at);
     } else if (channel === CONTROL_CHANNEL && payload === `cancel ${this.id}`) {
       // The renewal's answer says which of our jobs were asked to cancel.

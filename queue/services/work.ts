@@ -9,6 +9,7 @@ import { heldQueueSettings, startGate } from '../sql/settings.ts';
 import { passWakeBarriers } from '../sql/wake.ts';
 import { JOBS_CHANNEL, wakeTarget } from '../channels.ts';
 import { DEFAULTS } from '../defaults.ts';
+import type { Executor } from '../sql/statement.ts';
 import type { Db } from './db.ts';
 import { toSettings, type QueueSettings } from './settings.ts';
 
@@ -74,13 +75,41 @@ export class WorkService {
     return rows[0].passed;
   }
 
-  async claim(req: ClaimRequest): Promise<Job[]> {
+  async claim(req: ClaimRequest, db: Executor = this.db.pool): Promise<Job[]> {
     const queues = req.queues?.length ? req.queues : null;
     const { rows } = await this.db.run(claimJobs, [
       queues, req.capabilities ?? [], req.limit, req.worker, req.ownerLock ?? null, req.leaseMs ?? this.db.leaseMs,
       req.kinds ?? null,
-    ]);
+    ], db);
     return rows.map(toJob).sort(byPriority);
+  }
+
+  /**
+   * passQueueBarriers(`queues`), then the claim, in one round trip when the pool's connections
+   * pipeline (createPool's `pipeline`): both are written at once on one connection, and the
+   * server runs the claim only once the barrier's statement has ended, so the claim's snapshot
+   * still follows it. `barrier`: what passQueueBarriers would have returned, or its error (the
+   * claim ran all the same: its jobs are ours).
+   */
+  async claimAfterBarriers(queues: string[], req: ClaimRequest): Promise<{ jobs: Job[]; barrier: boolean | Error }> {
+    if (queues.length === 0) return { jobs: await this.claim(req), barrier: true };
+    const client = await this.db.pool.connect();
+    let broken: Error | undefined;
+    try {
+      const targets = queues.map((q) => wakeTarget(JOBS_CHANNEL, q));
+      const passing = this.db.run(passWakeBarriers, [targets, DEFAULTS.wakeBarrierTimeoutMs], client).then(
+        ({ rows }) => rows[0].passed,
+        (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
+      );
+      // Without pipelining, the claim must not be queued behind a barrier that failed.
+      const early = (client as { pipeline?: boolean }).pipeline ? undefined : await passing;
+      if (early instanceof Error) return { jobs: [], barrier: early };
+      const jobs = await this.claim(req, client).catch((err: Error) => Promise.reject((broken = err)));
+      return { jobs, barrier: await passing };
+    } finally {
+      // As pool.query does: a connection that failed a statement is not reused.
+      client.release(broken);
+    }
   }
 
   /**
