@@ -1,7 +1,8 @@
-// The event log is partitioned by transaction id (drizzle/0021_event_partitions.sql): the
+// The event log is partitioned by transaction id (drizzle/0021_event_partitions.sql, 0025): the
 // maintainer keeps partitions ahead, retention drops whole partitions (keeping the events of jobs
-// that still exist) and moves the retention horizon, inserts never fail for lack of a partition,
-// and a maintainer that cannot have its locks at once gives up without holding writers back.
+// that still exist, copied out before the drop's lock) and moves the retention horizon, inserts
+// never fail for lack of a partition, and a maintainer that cannot have its locks at once gives up
+// without holding writers back.
 import type pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { formatCursor } from '../queue/cursor.ts';
@@ -224,5 +225,7 @@ describe('event partitions', () => {
       holder.release();
     }
     expect(await db.queue.prepareEventPartitions({ width: 1000n, lead: 1000n, slackXids: 1 })).toBeGreaterThan(0);
+    // A maintainer from before the staged drops, during an upgrade: always busy, it drops nothing.
+    expect((await db.pool.query(`SELECT herald.drop_event_partition(now(), 100) AS r`)).rows[0].r).toBe(-1);
   });
 });
