@@ -33,15 +33,17 @@ events AS (
 ),
 -- What partition drops kept (job_events_kept_*, all below the horizon) and what the next one is
 -- copying out of its partition (job_events_staging) go too; the horizon already covers both.
+-- An array, so each partition is probed by its job_id index, never read whole for a hash join;
+-- the partitions above the horizon are pruned when the statement runs.
 kept AS (
   DELETE FROM herald.job_events e
-  WHERE e.job_id IN (SELECT id FROM doomed UNION ALL SELECT job_id FROM gone)
+  WHERE e.job_id = ANY (ARRAY(SELECT id FROM doomed UNION ALL SELECT job_id FROM gone))
     AND e.tx <= (SELECT h.tx FROM herald.retention_horizon h WHERE h.id = 1)
     AND e.tableoid <> 'herald.job_events_default'::regclass
 ),
 staged AS (
   DELETE FROM herald.job_events_staging e
-  WHERE e.job_id IN (SELECT id FROM doomed UNION ALL SELECT job_id FROM gone)
+  WHERE e.job_id = ANY (ARRAY(SELECT id FROM doomed UNION ALL SELECT job_id FROM gone))
 ),
 horizon AS (
   UPDATE herald.retention_horizon h SET tx = m.tx, event_id = m.id
