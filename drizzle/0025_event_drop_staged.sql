@@ -22,7 +22,7 @@ DECLARE
 BEGIN
   SELECT * INTO p FROM herald.event_partitions() e
   WHERE e.hi <= pg_snapshot_xmin(pg_current_snapshot())::text::bigint
-    AND e.part::text NOT LIKE 'herald.job\_events\_kept\_%'
+    AND (SELECT c.relname FROM pg_class c WHERE c.oid = e.part) NOT LIKE 'job\_events\_kept\_%'
   ORDER BY e.hi LIMIT 1;
   IF NOT FOUND THEN RETURN; END IF;
   EXECUTE format('SELECT e.tx, e.id, e.at FROM %s e ORDER BY e.tx DESC, e.id DESC LIMIT 1', p.part) INTO last_tx, last_id, last_at;
@@ -201,7 +201,7 @@ DECLARE
   n bigint;
 BEGIN
   IF NOT pg_try_advisory_xact_lock(1213353028, 4) THEN RETURN -1; END IF;
-  FOR p IN SELECT e.part FROM herald.event_partitions() e WHERE e.part::text LIKE 'herald.job\_events\_kept\_%' ORDER BY e.hi LOOP
+  FOR p IN SELECT e.part FROM herald.event_partitions() e WHERE (SELECT c.relname FROM pg_class c WHERE c.oid = e.part) LIKE 'job\_events\_kept\_%' ORDER BY e.hi LOOP
     EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM %s LIMIT %s) s', p, small + 1) INTO n;
     IF n <= small THEN
       PERFORM set_config('lock_timeout', lock_ms || 'ms', true);

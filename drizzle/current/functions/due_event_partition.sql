@@ -9,7 +9,7 @@ DECLARE
 BEGIN
   SELECT * INTO p FROM herald.event_partitions() e
   WHERE e.hi <= pg_snapshot_xmin(pg_current_snapshot())::text::bigint
-    AND e.part::text NOT LIKE 'herald.job\_events\_kept\_%'
+    AND (SELECT c.relname FROM pg_class c WHERE c.oid = e.part) NOT LIKE 'job\_events\_kept\_%'
   ORDER BY e.hi LIMIT 1;
   IF NOT FOUND THEN RETURN; END IF;
   EXECUTE format('SELECT e.tx, e.id, e.at FROM %s e ORDER BY e.tx DESC, e.id DESC LIMIT 1', p.part) INTO last_tx, last_id, last_at;

@@ -8,7 +8,7 @@ DECLARE
   n bigint;
 BEGIN
   IF NOT pg_try_advisory_xact_lock(1213353028, 4) THEN RETURN -1; END IF;
-  FOR p IN SELECT e.part FROM herald.event_partitions() e WHERE e.part::text LIKE 'herald.job\_events\_kept\_%' ORDER BY e.hi LOOP
+  FOR p IN SELECT e.part FROM herald.event_partitions() e WHERE (SELECT c.relname FROM pg_class c WHERE c.oid = e.part) LIKE 'job\_events\_kept\_%' ORDER BY e.hi LOOP
     EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM %s LIMIT %s) s', p, small + 1) INTO n;
     IF n <= small THEN
       PERFORM set_config('lock_timeout', lock_ms || 'ms', true);
