@@ -39,6 +39,13 @@ export const DEFAULTS = {
   /** Adding or dropping a partition waits at most this long for its locks (writers queue behind it). */
   eventPartitionLockMs: 100,
   /**
+   * A dropped partition's kept events are copied out beforehand this many events read per
+   * transaction; when that leaves this many or fewer, they are copied under the drop's lock instead
+   * of keeping a partition for them.
+   */
+  eventDropBatch: 5_000,
+  eventDropSmall: 5_000,
+  /**
    * HERALD_ASYNC_COMMIT: the worker's claims, renewals and outcomes commit without waiting for the
    * WAL flush. Off: a database crash can undo the last moments of acknowledged outcomes, and those
    * jobs run again.

@@ -16,7 +16,7 @@ import { Db, type QueueOptions } from './services/db.ts';
 import { FeedService } from './services/feed.ts';
 import { FlowService, type FlowJobInput, type FlowStatus } from './services/flows.ts';
 import type { EnqueueInput } from './services/insert.ts';
-import { MaintainService, type EventPartitionOptions } from './services/maintain.ts';
+import { MaintainService, type EventDropOptions, type EventPartitionOptions } from './services/maintain.ts';
 import { ProduceService } from './services/produce.ts';
 import { ReadService, type ListOptions } from './services/read.ts';
 import { RegistryService, type WorkerRegistration } from './services/registry.ts';
@@ -128,7 +128,7 @@ export class Queue {
   pruneQueueStarts() { return this.maintaining.pruneQueueStarts(); }
   pruneWorkers() { return this.maintaining.pruneWorkers(); }
   cleanup(olderThanMs: number, batchSize?: number) { return this.maintaining.cleanup(olderThanMs, batchSize); }
-  dropEventPartitions(olderThanMs: number, lockMs?: number) { return this.maintaining.dropEventPartitions(olderThanMs, lockMs); }
+  dropEventPartitions(olderThanMs: number, lockMs?: number, opts?: EventDropOptions) { return this.maintaining.dropEventPartitions(olderThanMs, lockMs, opts); }
   prepareEventPartitions(opts?: EventPartitionOptions) { return this.maintaining.prepareEventPartitions(opts); }
   rollupHistory(batchSize?: number) { return this.maintaining.rollupHistory(batchSize); }
   foldCounts() { return this.maintaining.foldCounts(); }

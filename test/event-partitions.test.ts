@@ -1,7 +1,8 @@
-// The event log is partitioned by transaction id (drizzle/0021_event_partitions.sql): the
+// The event log is partitioned by transaction id (drizzle/0021_event_partitions.sql, 0025): the
 // maintainer keeps partitions ahead, retention drops whole partitions (keeping the events of jobs
-// that still exist) and moves the retention horizon, inserts never fail for lack of a partition,
-// and a maintainer that cannot have its locks at once gives up without holding writers back.
+// that still exist, copied out before the drop's lock) and moves the retention horizon, inserts
+// never fail for lack of a partition, and a maintainer that cannot have its locks at once gives up
+// without holding writers back.
 import type pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { formatCursor } from '../queue/cursor.ts';
@@ -114,6 +115,71 @@ describe('event partitions', () => {
     await fresh.close();
   });
 
+  it('a drop copies the kept events out before its lock: writers and readers go on during the copy, and it locks for catalog work only', async () => {
+    db = await createTestDatabase();
+    const q = db.queue;
+    await q.prepareEventPartitions({ width: 1000n, lead: 100_000n, slackXids: 1 });
+    expect(await q.dropEventPartitions(0)).toBe(1); // the migration's first partition, empty: out of the way
+    const { job: bulkDeleted } = await q.enqueue({ kind: 'k', queue: 'bulk' });
+    await q.cancel(bulkDeleted.id);
+    const queued = [];
+    for (let i = 0; i < 12; i++) queued.push((await q.enqueue({ kind: 'k', queue: 'kept' })).job);
+    const { job: held } = await q.enqueue({ kind: 'k', queue: 'held' });
+    await q.cancel(held.id); // finished, not yet retention's: kept, and locked by the copy
+    for (let i = 0; i < 6; i++) await q.cancel((await q.enqueue({ kind: 'k', queue: 'gone' })).job.id);
+    await db.pool.query(`DELETE FROM herald.jobs WHERE queue = 'gone'`); // as retention does: their events stay
+    const [part] = await partitionsOf(db.pool, held.id);
+    expect(await partitionsOf(db.pool, bulkDeleted.id)).toEqual([part]);
+    const oldEvents = (await db.pool.query(`SELECT count(*)::int AS n FROM ${part}`)).rows[0].n;
+    const hi = BigInt((await partitions(db.pool)).find((p) => p.part === part)!.hi);
+    await burnXidsTo(db.pool, hi);
+    await waitFor(async () => {
+      await rollupAll(q, db!.pool);
+      return (await db!.pool.query(`SELECT part::text FROM herald.due_event_partition(now())`)).rows[0]?.part === part;
+    }, { what: `${part} to be due`, everyMs: 50 });
+    const locker = await db.pool.connect();
+    let dropping: Promise<number> | undefined;
+    try {
+      await locker.query('BEGIN');
+      await locker.query('SELECT 1 FROM herald.jobs WHERE id = $1 FOR UPDATE', [held.id]);
+      // Batches of 5 events read: the copy waits on the held job in its third batch, two in.
+      dropping = q.dropEventPartitions(0, 60_000, { batch: 5, small: 3 });
+      await lockWaitersReach(db.pool, 1);
+      expect(Number((await db.pool.query(`SELECT count(*) FROM herald.job_events_staging`)).rows[0].count)).toBe(10);
+      // Nobody holds the log exclusively; writers and a reader of the whole log go on meanwhile.
+      const exclusive = await db.pool.query(`SELECT 1 FROM pg_locks WHERE relation = 'herald.job_events'::regclass AND mode = 'AccessExclusiveLock'`);
+      expect(exclusive.rowCount).toBe(0);
+      await q.cancel(queued[0].id); // a new event of a kept job, in a newer partition
+      // A job deleted after its batch was copied: retention finds its events in the staging later.
+      expect((await q.bulk('delete', { queue: 'bulk' })).affected).toBe(1);
+      const { job: fresh } = await q.enqueue({ kind: 'k', queue: 'fresh' });
+      expect((await db.pool.query(`SELECT count(*)::int AS n FROM herald.job_events WHERE job_id = $1`, [fresh.id])).rows[0].n).toBe(1);
+    } finally {
+      await locker.query('COMMIT');
+      locker.release();
+    }
+    expect(await dropping).toBe(1);
+    expect((await db.pool.query(`SELECT to_regclass($1) AS p`, [part])).rows[0].p).toBeNull();
+    // The kept events sit in a partition of the dropped range, each once, in (tx, id) order with the rest.
+    const kept = (await partitions(db.pool)).find((p) => p.part.startsWith('herald.job_events_kept_'))!;
+    expect(await partitionsOf(db.pool, held.id)).toEqual([kept.part]);
+    expect(await partitionsOf(db.pool, bulkDeleted.id)).toContain(kept.part);
+    expect((await db.pool.query(`SELECT count(*)::int AS n FROM ${kept.part}`)).rows[0].n).toBe(oldEvents - 12); // not the 6 jobs gone
+    expect((await db.pool.query(`SELECT count(*)::int AS n FROM herald.job_events WHERE queue = 'gone'`)).rows[0].n).toBe(0);
+    const timeline = (await db.pool.query(`SELECT type FROM herald.job_events WHERE job_id = $1 ORDER BY tx, id`, [queued[0].id])).rows;
+    expect(timeline.map((r) => r.type)).toEqual(['enqueued', 'cancelled']);
+    expect(Number((await db.pool.query(`SELECT count(*) FROM herald.job_events_staging`)).rows[0].count)).toBe(0);
+    const horizon = await q.retentionHorizon();
+    expect(BigInt(horizon.tx)).toBeLessThan(hi);
+    expect(BigInt(horizon.tx)).toBeGreaterThanOrEqual(BigInt((await db.pool.query(`SELECT max(tx)::text AS t FROM ${kept.part}`)).rows[0].t));
+    // Retention deletes kept events row by row with their jobs; the few left go to the default partition.
+    expect(await q.cleanup(0)).toBe(2);
+    expect((await db.pool.query(`SELECT to_regclass($1) AS p`, [kept.part])).rows[0].p).toBeNull();
+    expect(await partitionsOf(db.pool, held.id)).toEqual([]);
+    expect(await partitionsOf(db.pool, bulkDeleted.id)).not.toContain(DEFAULT_PART); // only its 'deleted' event, in a newer partition
+    expect(await partitionsOf(db.pool, queued[1].id)).toEqual([DEFAULT_PART]);
+  });
+
   it('a maintainer that cannot have its locks gives up within its lock timeout, holds no writer back, and succeeds next pass', async () => {
     db = await createTestDatabase();
     const q = db.queue;
@@ -159,5 +225,7 @@ describe('event partitions', () => {
       holder.release();
     }
     expect(await db.queue.prepareEventPartitions({ width: 1000n, lead: 1000n, slackXids: 1 })).toBeGreaterThan(0);
+    // A maintainer from before the staged drops, during an upgrade: always busy, it drops nothing.
+    expect((await db.pool.query(`SELECT herald.drop_event_partition(now(), 100) AS r`)).rows[0].r).toBe(-1);
   });
 });

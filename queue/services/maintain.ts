@@ -3,7 +3,16 @@
 // Each pass is safe to run from many processes at once.
 import { DEFAULTS } from '../defaults.ts';
 import type { JobStatus } from '../schema/index.ts';
-import { addEventPartitions, deleteFinishedJobs, dropEventPartition, nextXid } from '../sql/cleanup.ts';
+import {
+  addEventPartitions,
+  deleteFinishedJobs,
+  foldKeptPartition,
+  nextXid,
+  stageEventPartition,
+  stageKeptEvents,
+  stageValidate,
+  swapEventPartition,
+} from '../sql/cleanup.ts';
 import { dropEmptyJobCounts, foldJobCounts } from '../sql/counts.ts';
 import { expireJobs } from '../sql/expire.ts';
 import { lockHistory, pruneHistory, recordDepth, rollupEvents } from '../sql/history.ts';
@@ -21,6 +30,12 @@ export interface EventPartitionOptions {
   lead?: bigint;
   slackXids?: number;
   lockMs?: number;
+}
+
+/** Events read per copy transaction, and how few kept events a drop copies under its lock (see DEFAULTS). */
+export interface EventDropOptions {
+  batch?: number;
+  small?: number;
 }
 
 export class MaintainService {
@@ -71,13 +86,29 @@ export class MaintainService {
 
   /**
    * Drops, oldest first, each event partition whose newest event is older than `olderThanMs`
-   * and that the history rollup has read (the events of jobs that still exist are kept, see
-   * drizzle/0021_event_partitions.sql). Stops when a lock was not had at once: the next pass
-   * retries. Returns how many it dropped.
+   * and that the history rollup has read. The events of jobs that still exist are kept: copied
+   * out first in short transactions of `batch` events read, so the drop itself locks the log only
+   * for catalog work, or for copying `small` events or fewer (drizzle/0025_event_drop_staged.sql).
+   * Then moves kept partitions thinned to `small` events into the default partition. Stops when a
+   * lock was not had at once: the next pass retries. Returns how many partitions it dropped.
    */
-  async dropEventPartitions(olderThanMs: number, lockMs: number = DEFAULTS.eventPartitionLockMs): Promise<number> {
+  async dropEventPartitions(
+    olderThanMs: number,
+    lockMs: number = DEFAULTS.eventPartitionLockMs,
+    { batch = DEFAULTS.eventDropBatch, small = DEFAULTS.eventDropSmall }: EventDropOptions = {},
+  ): Promise<number> {
+    const { db } = this;
     let dropped = 0;
-    while ((await this.db.run(dropEventPartition, [olderThanMs, lockMs])).rows[0].r === 1) dropped++;
+    for (;;) {
+      const [stage] = (await db.run(stageEventPartition, [olderThanMs, lockMs])).rows;
+      if (!stage || !(await db.run(stageValidate, [lockMs])).rows[0].ok) break;
+      let at: { tx: string | null; id: string | null } | undefined = stage;
+      while (at?.tx != null && at.id != null) [at] = (await db.run(stageKeptEvents, [stage.part, at.tx, at.id, batch, lockMs])).rows;
+      if (at) break; // busy: the next pass resumes
+      if ((await db.run(swapEventPartition, [stage.part, olderThanMs, lockMs, small])).rows[0].r !== 1) break;
+      dropped++;
+    }
+    while ((await db.run(foldKeptPartition, [lockMs, small])).rows[0].r === 1);
     return dropped;
   }
 
