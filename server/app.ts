@@ -61,10 +61,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // Streams and held replies would keep close() waiting: end them first.
   app.addHook('preClose', async () => opts.onClosing?.());
   // Hooks every request runs take a callback, not a promise: no promise and microtask per request for nothing.
-  app.addHook('onResponse', (request, reply, done) => {
-    request.log.debug({ method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
-    done();
-  });
+  // Below debug the hook is not installed: it would build the line's object on every request for nothing.
+  if (opts.logger.isLevelEnabled('debug')) {
+    app.addHook('onResponse', (request, reply, done) => {
+      request.log.debug({ method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+      done();
+    });
+  }
 
   installSecurityHeaders(app, {
     // The board is a Vite build: its own scripts only; Svelte and uPlot set inline styles.

@@ -149,6 +149,8 @@ function installLoopbackGuard(app: FastifyInstance): void {
   };
   // A callback hook (no promise per request); one that replies does not call done.
   app.addHook('onRequest', (request, reply, done) => {
+    request.actor = { role: null };
+    request.known = true;
     const host = request.headers.host;
     if (host !== undefined && !loopbackHost(host)) {
       reply.code(421).send(errorBody('HERALD_MISDIRECTED', 'this server has no HERALD_TOKENS and answers only to a loopback Host (127.0.0.1, localhost, ::1)'));
@@ -168,13 +170,11 @@ export function installAuth(app: FastifyInstance, tokens: Tokens): void {
   // Without tokens nobody is known: actions record role null (auth off).
   app.decorateRequest('actor', null as unknown as Actor);
   app.decorateRequest('known', false);
-  app.addHook('onRequest', (request, _reply, done) => {
-    request.actor = { role: null };
-    request.known = tokens.size === 0;
-    done();
-  });
+  // Without tokens the loopback guard's hook sets them (one hook per request rather than two).
   if (tokens.size === 0) return installLoopbackGuard(app);
   app.addHook('onRequest', async (request, reply) => {
+    request.actor = { role: null };
+    request.known = false;
     const need = request.routeOptions.config?.role;
     const token = bearer(request);
     if (!need) {
