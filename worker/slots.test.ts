@@ -7,7 +7,8 @@ import { Slots, byId, type ActiveJob } from './slots.ts';
 import type { Task } from './tasks.ts';
 
 const job = (id: string, kind = 'hold'): Job => ({ id, kind, attempt: 1, payload: {}, queue: 'q' }) as Job;
-const tick = () => new Promise((r) => setTimeout(r, 0));
+// A timer turn, then an immediate one: buffered jobs start a turn after a slot frees.
+const tick = () => new Promise((r) => setTimeout(() => setImmediate(r), 0));
 
 function harness(capacity: number, maxUnwritten: number, ahead = 0, admit = (jobs: Job[]): Promise<boolean[] | null> => Promise.resolve(jobs.map(() => true))) {
   const outcomes: { id: string; ok: boolean; value: unknown; final?: boolean }[] = [];
@@ -160,6 +161,21 @@ describe('Slots', () => {
     await tick();
     expect([...release.keys()]).toEqual(['1', '4']);
     expect(outcomes.map((o) => o.id)).toEqual(['1', '3']);
+  });
+
+  it('slots that free together share one start check', async () => {
+    const asked: string[][] = [];
+    const admit = (jobs: Job[]) => {
+      asked.push(jobs.map((j) => j.id));
+      return Promise.resolve(jobs.map(() => true));
+    };
+    const { slots, release } = harness(2, 10, 4, admit);
+    for (const id of ['1', '2', '3', '4', '5', '6']) slots.start(job(id));
+    release.get('1')!('done');
+    release.get('2')!('done');
+    await tick();
+    expect(asked).toEqual([['3', '4']]);
+    expect([...release.keys()]).toEqual(['1', '2', '3', '4']);
   });
 
   it('orders ids numerically', () => {

@@ -102,6 +102,7 @@ export class Slots {
   private idleWaiters: (() => void)[] = [];
   /** An `admit` is in flight: buffered jobs wait for it rather than asking again. */
   private admitting = false;
+  private startQueued = false;
   private admitRetry?: NodeJS.Timeout;
 
   constructor(private readonly opts: SlotsOptions) {}
@@ -198,9 +199,22 @@ export class Slots {
     } else {
       this.finish(a, () => this.opts.failed(a, value, final));
     }
-    this.startBuffered();
+    this.startSoon();
     this.wakeIdle();
     this.opts.freed();
+  }
+
+  /**
+   * Fills the free slots from the buffer a turn later: handlers that return together (fast jobs
+   * started together do) then share one start check instead of the first paying one alone.
+   */
+  private startSoon(): void {
+    if (this.startQueued) return;
+    this.startQueued = true;
+    setImmediate(() => {
+      this.startQueued = false;
+      this.startBuffered();
+    });
   }
 
   private wakeIdle(): void {
