@@ -41,3 +41,13 @@ export class Pace {
     return Math.floor(((this.current + this.previous) / covered) * horizonMs);
   }
 }
+
+/**
+ * The claim-ahead horizon (ms): `aheadMs`, or two claims' time when claims take longer (up to
+ * 4 x aheadMs). The buffer is refilled when half empty, so it must outlast a claim, or the slots
+ * idle while the next one runs, the pace they set drops and the claims shrink with it. An idle
+ * peer cannot start a job before its own claim returns either.
+ */
+export function aheadHorizon(aheadMs: number, claimMs = 0): number {
+  return Math.max(aheadMs, Math.min(4 * aheadMs, 2 * claimMs));
+}

@@ -17,8 +17,9 @@
 //
 // How much to claim (`free`): the free slots, plus `ahead()` jobs to buffer. The worker sizes
 // `ahead` from its own measured pace (worker.ts), so the buffer holds only what it would start
-// within a few tens of milliseconds: large claims for fast jobs, none ahead for slow ones, and
-// nothing an idle peer would have started sooner. A buffer is refilled when half empty, so a
+// within a few tens of milliseconds, or two claims' time when claims are slower (pace.ts): large
+// claims for fast jobs, none ahead for slow ones, and nothing an idle peer would have started
+// sooner. A buffer is refilled when half empty, so a
 // busy worker makes a few large claims rather than one per freed slot.
 //
 // Timeouts (job.timeoutMs): at the timeout the signal fires with a TimeoutError and the failed

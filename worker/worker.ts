@@ -35,6 +35,7 @@ import { mayStart } from './may-start.ts';
 import { Maintenance } from './maintenance.ts';
 import { Registry } from './registry.ts';
 import { Scheduler } from './scheduler.ts';
+import { aheadHorizon } from './pace.ts';
 import { Slots, type ActiveJob } from './slots.ts';
 import { loadTasks, type Task } from './tasks.ts';
 
@@ -60,8 +61,9 @@ export interface WorkerOptions {
   maxClaim?: number;
   /**
    * Claim-ahead horizon: while the queue has a backlog, claim beyond the free slots as many jobs
-   * as this worker starts in this many ms at its measured pace, and hold them in a local buffer
-   * (leased and renewed). 0 claims free slots only.
+   * as this worker starts in this many ms at its measured pace (or in two claims' time when claims
+   * take longer, up to 4x this), and hold them in a local buffer (leased and renewed). 0 claims
+   * free slots only.
    */
   claimAheadMs?: number;
   /** A buffered job not started after this long goes back to the queue (attempt refunded). */
@@ -111,6 +113,8 @@ export class Worker {
   private scheduler?: Scheduler;
   private held!: HeldQueues;
   private heldReadAt = 0;
+  /** How long a claim round takes (ms, smoothed); undefined before the first. */
+  private claimMs?: number;
   private readonly heard: HeardQueues;
   /** Which claim goes first this time: the plain one (0) or the n-th limited queue. */
   private bufferTimer?: NodeJS.Timeout;
@@ -176,7 +180,7 @@ export class Worker {
       capacity: opts.concurrency,
       maxUnwritten: Math.max(2 * opts.concurrency, MAX_UNWRITTEN),
       // Only while claims come back full: a short queue is left to whichever worker is free.
-      ahead: () => (aheadMs > 0 && this.claimer.backlogged ? Math.min(maxAhead, this.slots.pace.within(aheadMs)) : 0),
+      ahead: () => (aheadMs > 0 && this.claimer.backlogged ? Math.min(maxAhead, this.slots.pace.within(aheadHorizon(aheadMs, this.claimMs))) : 0),
       worker: this.id,
       tasks: this.tasks,
       logger: log,
@@ -209,7 +213,12 @@ export class Worker {
           const reading = this.refreshHeld();
           if (!reason.startsWith(NOTIFIED)) await reading;
         }
-        return round.run(limit);
+        const t0 = performance.now();
+        const got = await round.run(limit);
+        // Smoothed over a few claims: it sizes the claim-ahead (see aheadHorizon).
+        const ms = performance.now() - t0;
+        this.claimMs = this.claimMs === undefined ? ms : 0.8 * this.claimMs + 0.2 * ms;
+        return got;
       },
       nextRunAt: async (sinceMs) => (await this.work.nextRunAt(queues, capabilities, kinds, sinceMs))?.getTime() ?? null,
     });
