@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createTestDatabase } from './support/db.ts';
 import { workerTestContext, type WorkerProcess } from './fixtures/worker-process.ts';
 import { waitFor } from './support/wait.ts';
+import { JOBS_CHANNEL, wakeTarget } from '../queue/channels.ts';
 
 const t = workerTestContext();
 
@@ -41,6 +42,32 @@ describe('listener', () => {
     await succeeded(after.id, 'a job after the reconnect', 10_000);
     await w.waitForLog((l) => l.msg === 'claim' && l.claimed === 1 && String(l.reason).startsWith('notify'));
     await w.stop();
+  });
+});
+
+describe('catching up after connecting', () => {
+  it('the first claim passes the barrier of every queue with jobs, so a producer that skipped its NOTIFY meanwhile is waited for', async () => {
+    const { db } = t;
+    // A job of "caught-up" is counted, as a notification's sender is once it has committed.
+    const { job } = await db.queue.enqueue({ kind: 'echo', queue: 'caught-up' });
+    // A producer that committed beside that sender skipped its own NOTIFY and holds the queue's
+    // barrier until its commit ends; a session of the test holds it instead, throughout.
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT pg_advisory_xact_lock_shared(herald.wake_key($1, 1))', [wakeTarget(JOBS_CHANNEL, 'caught-up')]);
+      // A minute between polls, and no notification for the queue: only the barrier pass of the
+      // first claim (a worker of all queues reads them from the counts) names it.
+      const w = await t.spawn({ env: { HERALD_POLL_MS: '60000' } });
+      const gaveUp = await w.waitForLog((l) => l.msg === 'gave up waiting at a wake-up barrier; the poll covers it');
+      expect(gaveUp.queues).toContain('caught-up');
+      // Never let through, it gave up: the claim behind it still ran, and took the committed job.
+      await succeeded(job.id, 'the job of the queue behind the barrier', 10_000);
+      await w.stop();
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
   });
 });
 

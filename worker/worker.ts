@@ -263,7 +263,7 @@ export class Worker {
       // A reaper may have seen our liveness lock missing while we were cut off and shortened
       // our leases: renewing now keeps our jobs ours (see queue/sql/reap.ts).
       this.leases.renewNow();
-      this.claimer.wake('listener connected');
+      void this.hearAll().then(() => this.claimer.wake('listener connected'));
     });
     // One info line once it runs (below); this one is for tracing a start that hangs.
     log.debug('worker starting');
@@ -306,6 +306,24 @@ export class Worker {
       // refreshHeld), and a resumed or newly limited queue may have work for us.
       void this.refreshHeld().then(() => this.claimer.wake('queue settings changed'));
     }
+  }
+
+  /**
+   * Before the first claim after a (re)connect: the notifications sent while we were not listening
+   * are lost, and a producer that committed beside one of their senders skipped its own NOTIFY and
+   * may not have committed yet. So that claim passes the barriers of every queue we take from, as
+   * if each had been heard (for a worker of all queues: each queue with jobs; unread, the poll
+   * covers it).
+   */
+  private async hearAll(): Promise<void> {
+    let queues: string[];
+    try {
+      queues = this.queues ? [...this.queues] : await this.work.countedQueues();
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'could not read the queues to catch up on; the poll covers them');
+      return;
+    }
+    for (const q of queues) this.heard.add(q);
   }
 
   /** Re-reads the held queues; buffered jobs of those go back (the plain claim took them, unheld then). */

@@ -6,7 +6,7 @@ import { claimJobs, nextRunAt } from '../sql/claim.ts';
 import { claimLimited, lockQueueSettings, rateFreeAt } from '../sql/claim-limited.ts';
 import { completeJobs, failJobs, releaseJobs, renewLeases, reportProgress } from '../sql/lease.ts';
 import { heldQueueSettings, startGate } from '../sql/settings.ts';
-import { passWakeBarriers } from '../sql/wake.ts';
+import { countedQueues, passWakeBarriers } from '../sql/wake.ts';
 import { JOBS_CHANNEL, wakeTarget } from '../channels.ts';
 import { DEFAULTS } from '../defaults.ts';
 import type { Executor } from '../sql/statement.ts';
@@ -73,6 +73,11 @@ export class WorkService {
     const targets = queues.map((q) => wakeTarget(JOBS_CHANNEL, q));
     const { rows } = await this.db.run(passWakeBarriers, [targets, DEFAULTS.wakeBarrierTimeoutMs]);
     return rows[0].passed;
+  }
+
+  /** The queues whose barriers a listener passes after it (re)connects (sql/wake.ts). */
+  async countedQueues(): Promise<string[]> {
+    return (await this.db.run(countedQueues, [])).rows.map((r) => r.queue);
   }
 
   async claim(req: ClaimRequest, db: Executor = this.db.pool): Promise<Job[]> {

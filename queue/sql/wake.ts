@@ -7,3 +7,11 @@ import { statement } from './statement.ts';
 /** Waits (at most $2 ms) for the barriers of targets $1; false when it gave up (the safety net covers it). */
 export const passWakeBarriers = statement<[targets: string[], timeoutMs: number], { passed: boolean }>('pass_wake_barriers', `
 SELECT herald.pass_wake_barriers($1::text[], $2::int) AS passed`);
+
+/**
+ * Every queue with a job counted. A listener that was not listening (starting, or reconnecting)
+ * missed the notifications sent meanwhile, so it passes these queues' barriers before its first
+ * read: a producer that committed beside one of those senders skipped its own NOTIFY. Such a
+ * sender's job is counted from its commit on, so its queue is here.
+ */
+export const countedQueues = statement<[], { queue: string }>('counted_queues', `SELECT DISTINCT queue FROM herald.job_counts`);
