@@ -99,8 +99,11 @@ describe('HERALD_STREAM_PROCESSES=2', () => {
     const expected = await rows(queue);
     expect(expected).toHaveLength(40);
     await waitFor(() => streams.every((s) => s.events.length >= expected.length), { what: 'every stream has every event' });
-    // The streams that were on the killed child, and only those, reconnected.
-    expect(streams.filter((s) => s.stream.reconnects > 0)).toHaveLength(served.get(victim)!);
+    // Streams of the killed child reconnected, and no more than it held: ss counts every open
+    // connection to it, a client's idle keep-alive one too, so its count is an upper bound.
+    const reconnected = streams.filter((s) => s.stream.reconnects > 0).length;
+    expect(reconnected).toBeGreaterThan(0);
+    expect(reconnected).toBeLessThanOrEqual(served.get(victim)!);
     for (const s of streams) {
       expectSameAsRows(s.events, expected);
       s.stream.close();
