@@ -69,9 +69,9 @@ export class WorkService {
    * transactions that committed alongside their senders and skipped their own (sql/wake.ts), so
    * the claim sees their jobs. False: gave up waiting (the poll finds what is left).
    */
-  async passQueueBarriers(queues: string[]): Promise<boolean> {
+  async passQueueBarriers(queues: string[], db: Executor = this.db.pool): Promise<boolean> {
     const targets = queues.map((q) => wakeTarget(JOBS_CHANNEL, q));
-    const { rows } = await this.db.run(passWakeBarriers, [targets, DEFAULTS.wakeBarrierTimeoutMs]);
+    const { rows } = await this.db.run(passWakeBarriers, [targets, DEFAULTS.wakeBarrierTimeoutMs], db);
     return rows[0].passed;
   }
 
@@ -101,11 +101,8 @@ export class WorkService {
     const client = await this.db.pool.connect();
     let broken: Error | undefined;
     try {
-      const targets = queues.map((q) => wakeTarget(JOBS_CHANNEL, q));
-      const passing = this.db.run(passWakeBarriers, [targets, DEFAULTS.wakeBarrierTimeoutMs], client).then(
-        ({ rows }) => rows[0].passed,
-        (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
-      );
+      // Written to the connection at once (before its first await), ahead of the claim.
+      const passing = this.passQueueBarriers(queues, client).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
       // Without pipelining, the claim must not be queued behind a barrier that failed.
       const early = (client as { pipeline?: boolean }).pipeline ? undefined : await passing;
       if (early instanceof Error) return { jobs: [], barrier: early };
