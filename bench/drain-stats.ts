@@ -26,10 +26,12 @@ const CLOCK_TICKS = 100;
 
 const calls = new Map<string, { n: number; items: number }>();
 type Method = 'claim' | 'complete' | 'fail' | 'startGate' | 'heartbeat' | 'claimLimited' | 'release' | 'nextRunAt';
-function count(name: Method, size: (args: unknown[]) => number): void {
+/** Counts calls of `method` (if this revision has it) as `name`'s. */
+function count(name: Method, size: (args: unknown[]) => number, method: string = name): void {
   const proto = WorkService.prototype as unknown as Record<string, (...a: unknown[]) => unknown>;
-  const orig = proto[name];
-  proto[name] = function (this: unknown, ...args: unknown[]) {
+  const orig = proto[method];
+  if (!orig) return;
+  proto[method] = function (this: unknown, ...args: unknown[]) {
     const c = calls.get(name) ?? { n: 0, items: 0 };
     c.n++;
     c.items += size(args);
@@ -38,7 +40,10 @@ function count(name: Method, size: (args: unknown[]) => number): void {
   };
 }
 count('claim', (a) => (a[0] as { limit: number }).limit);
+// The worker's own claims (revisions since it has them).
+count('claim', (a) => (a[0] as { limit: number }).limit, 'claimToRun');
 count('complete', (a) => (a[1] as unknown[]).length);
+count('complete', (a) => (a[1] as unknown[]).length, 'completeJson');
 count('fail', (a) => (a[1] as unknown[]).length);
 count('heartbeat', (a) => (a[1] as unknown[]).length);
 count('release', (a) => (a[1] as unknown[]).length);

@@ -28,7 +28,7 @@ function nodes(n: PlanNode): PlanNode[] {
 async function claimPlans(queues: string[] | null): Promise<Record<string, PlanNode[]>> {
   const c = await db.pool.connect();
   try {
-    await c.query(`PREPARE claim_plan AS ${claimJobs.text}`);
+    await c.query(`PREPARE claim_plan AS ${claimJobs.claimed.text}`);
     const out: Record<string, PlanNode[]> = {};
     for (const mode of ['force_custom_plan', 'force_generic_plan']) {
       await c.query(`SET plan_cache_mode = ${mode}`);

@@ -29,7 +29,7 @@ export function withDatabase(url: string, database: string): string {
   return u.toString();
 }
 
-/** A connection pool; errors on idle clients (a restarted server) are logged, not fatal. */
+/** A connection pool; a connection that dies (a restarted server) is logged or fails its next statement, never fatal. */
 export function createPool(url: string, opts: { max?: number; logger?: Logger; applicationName?: string; pipeline?: boolean } = {}): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
@@ -40,6 +40,10 @@ export function createPool(url: string, opts: { max?: number; logger?: Logger; a
     pipeline: opts.pipeline,
   });
   pool.on('error', (err) => opts.logger?.warn({ err: err.message }, 'idle database connection failed'));
+  // The pool listens to a client's errors only while it is idle. One whose connection dies while
+  // checked out between two statements (a server restart, pg_terminate_backend) emits 'error'
+  // with no listener, and that ends the process. The statement that follows on it fails instead.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 

@@ -112,7 +112,7 @@ describe('the statements of a worker', () => {
     };
     try {
       await c.query(`BEGIN; SET LOCAL track_functions = 'all'`);
-      const { rows } = await c.query<{ id: string; attempt: number }>(claimJobs.text, [['billing'], [], 3, W, null, 30_000, null]);
+      const { rows } = await c.query<{ id: string; attempt: number }>(claimJobs.rows.text, [['billing'], [], 3, W, null, 30_000, null]);
       const [a, b, d] = rows.sort((x, y) => Number(x.id) - Number(y.id));
       await c.query(renewLeases.text, [[a.id, b.id, d.id], [1, 1, 1], W, 30_000]);
       await c.query(completeJobs.text, [[a.id], [1], W, ['null']]);

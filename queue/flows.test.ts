@@ -89,7 +89,7 @@ describe('unblocking', () => {
       expect(await types(j.c.id)).toEqual(['enqueued', 'unblocked']);
       const unblocked = (await q.events(j.c.id))[1];
       expect(unblocked).toMatchObject({ status: 'queued', flowId: j.c.flowId });
-      await expect.poll(() => heard).toContain('kids');
+      await expect.poll(() => heard, { timeout: 20_000 }).toContain('kids');
       expect(await q.parents(j.c.id)).toEqual([
         { id: j.p1.id, ref: 'p1', kind: 'p', status: 'succeeded', result: 1 },
         { id: j.p2.id, ref: 'p2', kind: 'p', status: 'succeeded', result: 2 },

@@ -1,7 +1,7 @@
 // Queue history against real PostgreSQL: the rollup counts each event once, into the minute it
 // happened; waits come out as percentiles; depth is recorded; only one process writes at a time.
 import pg from 'pg';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, inject, it } from 'vitest';
 import { useTestDatabase } from '../test/support/db.ts';
 import { rollupAll } from '../test/support/history.ts';
 import { percentile, toBuckets } from './history.ts';
@@ -76,6 +76,35 @@ describe('rollup', () => {
     expect(await stats()).toMatchObject([{ enqueued: 250, started: 100, succeeded: 100 }]);
   });
 
+  it("is not held back by another database's open transaction, and is by one of its own", async () => {
+    const other = new pg.Client({ connectionString: inject('pgAdminUrl') });
+    await other.connect();
+    const own = await db.pool.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('SELECT pg_current_xact_id()'); // an xid: the cluster's xmin stays below it
+      await work('a', 3, ['ok']);
+      await placeEvents('a', T0);
+      await rollup(); // reaches the newest event while that transaction is open
+      expect(await stats()).toMatchObject([{ queue: 'a', enqueued: 3, started: 1, succeeded: 1 }]);
+      // One of this database's own holds back what committed after it began, as the feed does.
+      await own.query('BEGIN');
+      await own.query(`INSERT INTO herald.jobs (kind, queue) VALUES ('k', 'b')`);
+      await q.enqueue({ kind: 'k', queue: 'c' });
+      await placeEvents('c', T0);
+      await q.rollupHistory();
+      expect((await stats()).map((r) => r.queue)).toEqual(['a']);
+      await own.query('COMMIT');
+      await placeEvents('b', T0);
+      await rollup();
+      expect((await stats()).map((r) => [r.queue, r.enqueued])).toEqual([['a', 3], ['b', 1], ['c', 1]]);
+    } finally {
+      await own.query('ROLLBACK').catch(() => {});
+      own.release();
+      await other.end();
+    }
+  });
+
   it('turns waits into p50 and p95 per bucket, merging minutes', async () => {
     await work('a', 100, Array(100).fill('ok'));
     // 1..100 ms in the first minute, 1000 ms for 100 more in the next.
@@ -109,14 +138,21 @@ describe('rollup', () => {
   });
 
   it('records the depth of each queue in the current minute, 0 for a drained queue', async () => {
+    // A rollup (it can wait for other databases' transactions) that began in one minute and
+    // ended in the next is run again, so "now" below is the minute it wrote.
+    const rollupInOneMinute = async (): Promise<number> => {
+      for (;;) {
+        const before = Math.floor(Date.now() / MIN);
+        await rollup();
+        const now = Date.now();
+        if (Math.floor(now / MIN) === before) return now;
+      }
+    };
     await work('a', 5, ['ok']);
-    await rollup();
-    const now = Date.now();
-    let h = await q.history('a', '1h', now);
+    let h = await q.history('a', '1h', await rollupInOneMinute());
     expect(h.at(-1)?.depth).toBe(4);
     await q.claim({ worker: 'w', queues: ['a'], limit: 10 });
-    await rollup();
-    h = await q.history('a', '1h', now);
+    h = await q.history('a', '1h', await rollupInOneMinute());
     expect(h.at(-1)?.depth).toBe(0);
     // Minutes nobody rolled up have no depth.
     expect(h[0].depth).toBeNull();

@@ -30,6 +30,13 @@ export type JobEvent = Omit<JsonOf<typeof jobEvents.$inferSelect>, 'id' | 'tx'> 
   cursor: string;
 };
 
+/**
+ * Orders by numeric id (int8 ids come as strings) without parsing them. Every batched write of a
+ * worker (renewal, complete, fail) locks its rows in this order, so two of them can never deadlock.
+ */
+export const byId = (a: { id: string }, b: { id: string }): number =>
+  a.id.length - b.id.length || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
 
 export function toJob(r: JobRow): Job {

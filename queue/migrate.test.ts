@@ -217,6 +217,58 @@ describe('migrate', () => {
     }
   });
 
+  it('moves the one-column job rules to domains in place: no rewrite, rows kept, each rule refuses by its old name, a running process goes on', async () => {
+    const old = migrationsBefore('0026_');
+    const url = await freshDatabase('domains');
+    const pool = createPool(url, { max: 2 });
+    const queue = new Queue(pool);
+    try {
+      await migrate(url, old);
+      const longest = 'n'.repeat(128);
+      await queue.enqueue({ kind: 'k', queue: longest, group: 'g', tags: [longest, 'x'], requires: ['gpu'], maxAttempts: 1000, timeoutMs: 86_400_000, idempotencyKey: 'i'.repeat(255) });
+      await queue.enqueue({ kind: 'k', queue: 'open' });
+      // Statements prepared on the pool's connections before the upgrade.
+      const [claimed] = await queue.claim({ worker: 'w:1:x', queues: ['open'], limit: 1 });
+      await queue.progress('w:1:x', claimed, 40, 'half');
+      const all = `SELECT * FROM herald.jobs ORDER BY id`;
+      const files = `SELECT pg_relation_filenode('herald.jobs') AS t, pg_relation_filenode('herald.jobs_queue_id') AS i`;
+      const [rows, before] = [await query(url, all), await query(url, files)];
+
+      await migrate(url);
+      expect(await query(url, files)).toEqual(before);
+      expect(await query(url, all)).toEqual(rows);
+      // The process that prepared its statements before goes on: its first try after the change
+      // of type gets "cached plan must not change result type" and is retried under new names.
+      const { job } = await queue.enqueue({ kind: 'k', queue: 'open' });
+      expect((await queue.claim({ worker: 'w:1:x', queues: ['open'], limit: 1 })).map((j) => j.id)).toEqual([job.id]);
+      expect(await queue.complete('w:1:x', [{ id: claimed.id, attempt: claimed.attempt, result: null }])).toEqual([]);
+
+      const refused: [string, string][] = [
+        [`UPDATE herald.jobs SET queue = '${longest}x'`, 'jobs_queue_name'],
+        [`UPDATE herald.jobs SET kind = 'no spaces'`, 'jobs_kind_name'],
+        [`UPDATE herald.jobs SET "group" = ''`, 'jobs_group_name'],
+        [`UPDATE herald.jobs SET ref = 'é'`, 'jobs_ref_name'],
+        [`UPDATE herald.jobs SET tags = ARRAY['a,b']`, 'jobs_tags_names'],
+        [`UPDATE herald.jobs SET requires = array_fill('t'::text, ARRAY[33])`, 'jobs_requires_count'],
+        [`UPDATE herald.jobs SET max_attempts = 1001`, 'jobs_max_attempts_range'],
+        [`UPDATE herald.jobs SET timeout_ms = 0`, 'jobs_timeout_range'],
+        [`UPDATE herald.jobs SET idempotency_key = ''`, 'jobs_idempotency_key_length'],
+        [`UPDATE herald.jobs SET on_parent_failure = 'ignore'`, 'jobs_on_parent_failure'],
+        [`UPDATE herald.jobs SET progress = '{"percent": 101}'`, 'jobs_progress_shape'],
+        [`INSERT INTO herald.jobs (kind, queue) VALUES ('k', 'a/b')`, 'jobs_queue_name'],
+      ];
+      for (const [bad, constraint] of refused) await expect(query(url, bad), bad).rejects.toMatchObject({ code: '23514', constraint });
+      // Through the library, the words for each rule are the same as before.
+      await expect(queue.enqueue({ kind: 'k', maxAttempts: 0 })).rejects.toThrow(/maxAttempts must be an integer from 1 to 1000/);
+      // What stays a table check spans columns.
+      const checks = await query<{ name: string }>(url, `SELECT conname AS name FROM pg_constraint WHERE conrelid = 'herald.jobs'::regclass AND contype = 'c' ORDER BY 1`);
+      expect(checks.map((c) => c.name)).toEqual(['jobs_attempt_range', 'jobs_blocked_shape', 'jobs_queued_shape', 'jobs_running_shape', 'jobs_terminal_shape']);
+    } finally {
+      await pool.end();
+      fs.rmSync(old, { recursive: true, force: true });
+    }
+  });
+
   it('upgrades the name checks in place: rows at the edges kept, the same rule enforced after', async () => {
     const old = migrationsBefore('0024_');
     const url = await freshDatabase('names');

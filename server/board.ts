@@ -16,9 +16,32 @@ export async function ensureBoardBuilt(logger: Logger, outDir = BOARD_DIR): Prom
   if (isBuilt(outDir)) return;
   logger.info({ outDir }, 'the board is not built: building it (npm run build)');
   const started = Date.now();
-  const { build } = await import('vite');
-  await build({ configFile: path.join(ROOT, 'web', 'vite.config.ts'), logLevel: 'warn', build: { outDir, emptyOutDir: true } });
+  await buildBoard(outDir);
   logger.info({ ms: Date.now() - started }, 'board built');
+}
+
+/**
+ * Builds the board into `outDir` as a whole: Vite writes a directory beside it, which then takes
+ * its place. A build cut short (Ctrl-C during the first start) leaves no half-written board that
+ * would pass for a built one, and a running server never serves one mid-build.
+ */
+export async function buildBoard(outDir = BOARD_DIR): Promise<void> {
+  const next = `${outDir}.next-${process.pid}`;
+  const old = `${outDir}.old-${process.pid}`;
+  try {
+    const { build } = await import('vite');
+    await build({ configFile: path.join(ROOT, 'web', 'vite.config.ts'), logLevel: 'warn', build: { outDir: next, emptyOutDir: true } });
+    if (fs.existsSync(outDir)) fs.renameSync(outDir, old);
+    try {
+      fs.renameSync(next, outDir);
+    } catch (err) {
+      // Another process put its build there between the two renames: that one serves as well.
+      if (!isBuilt(outDir)) throw err;
+    }
+  } finally {
+    fs.rmSync(next, { recursive: true, force: true });
+    fs.rmSync(old, { recursive: true, force: true });
+  }
 }
 
 const NOT_BUILT = `<!doctype html>

@@ -161,7 +161,7 @@ describe('the board, for workflows', () => {
 
     await page.click(toggle);
     await page.waitForSelector(`${tid(group)}[data-open="true"]`);
-    await expect.poll(() => page.locator(`${tid('flow-graph')} a[data-testid^="flow-node-"]`).count()).toBe(302);
+    await expect.poll(() => page.locator(`${tid('flow-graph')} a[data-testid^="flow-node-"]`).count(), { timeout: 30_000 }).toBe(302);
     expect(await page.getAttribute(node(ids['part-299']), 'data-status')).toBe('blocked');
     expect(await page.locator(tid('flow-edge')).count()).toBe(2);
 

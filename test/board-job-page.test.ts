@@ -9,9 +9,9 @@
 // Artifacts: test-artifacts/board-*.png (ignored by git).
 import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { boardApi, expectCleanTab, jobStatus, percentWhere, shot, streamState, tabOpener, tid, timelineIds, useGatedBoard } from './support/board-tab.ts';
+import { boardApi, expectCleanTab, holdReplies, jobStatus, percentWhere, shot, streamLog, streamState, tabOpener, tid, timelineIds, useGatedBoard } from './support/board-tab.ts';
 import type { HeraldProcess } from './support/herald-process.ts';
-import type { Gates } from './support/gates.ts';
+import type { Gate, Gates } from './support/gates.ts';
 import { waitFor } from './support/wait.ts';
 
 const XSS = `<script>window.__xss=1</script><img src=x onerror="window.__xss=2">`;
@@ -57,6 +57,55 @@ describe('the board in Chromium', () => {
     await shot(page, 'board-job.png', { fullPage: true });
     expectCleanTab(tab);
     await tab.close();
+  });
+
+  // A reply read before events the page already took must not undo them. The page opens at
+  // `first` (unheld) and then reads again at `then`, a read held until the tab's stream has
+  // brought the job to 60 %: the page must end at 60 %, not at what the server had read (the
+  // job page shows no bar before its read; the table, busy while it reads, already shows one).
+  type Late = { first: string; shown?: string; then: string; isRead: (url: URL) => boolean; settled?: string; bar: string };
+  const lateReply = async (job: { id: string }, gate: Gate, late: Late) => {
+    const tab = await openTab(server.url, late.first);
+    const { page } = tab;
+    const streamed = await streamLog(page);
+    await streamState(page, 'live');
+    if (late.shown) await page.waitForSelector(late.shown);
+    const held = await holdReplies(page, late.isRead);
+    await page.evaluate((h) => (location.hash = h), late.then);
+    await held.read;
+    gate.open(3); // 20, 40, 60 %, then the job waits at step 4
+    await waitFor(async () => {
+      if ((await getJob(job.id)).progress?.percent !== 60) return false;
+      return (await getEvents(job.id)).filter((e) => e.type === 'progress').every((e) => streamed.ids.has(e.eventId));
+    }, { what: 'the tab to receive every progress event up to 60 %' });
+    held.release();
+    if (late.settled) await page.waitForSelector(late.settled); // the reply is on screen
+    await page.waitForSelector(`${late.bar}[data-percent="60"]`, { timeout: 20_000 });
+    gate.open();
+    await streamed.stop();
+    expectCleanTab(tab);
+    await tab.close();
+  };
+
+  it("a late answer to a page's read does not undo the progress the stream brought meanwhile: the job page and the jobs table", async () => {
+    const started = async (queue: string) => {
+      const gate = gates.create();
+      const job = await enqueue({ kind: 'gated', queue, payload: { gate: gate.url, steps: 5 } });
+      await gate.reached(1); // running, no progress yet
+      return { job, gate };
+    };
+    const one = await started('board-late');
+    await lateReply(one.job, one.gate, { first: '#/', then: `#/jobs/${one.job.id}`, isRead: (u) => u.pathname === `/api/jobs/${one.job.id}`, bar: tid('job-progress') });
+    // The table shows the job, then reads its page again (another page size) while the job moves.
+    const row = await started('board-late-table');
+    await lateReply(row.job, row.gate, {
+      first: '#/jobs?queue=board-late-table',
+      shown: tid(`job-row-${row.job.id}`),
+      then: '#/jobs?queue=board-late-table&limit=20',
+      isRead: (u) => u.pathname === '/api/jobs',
+      settled: `${tid('jobs-table')}[aria-busy="false"]`,
+      bar: `${tid(`job-row-${row.job.id}`)} ${tid('job-progress')}`,
+    });
   });
 
   it('a job page opened while the job runs shows every one of its events (no gap between load and stream)', async () => {

@@ -7,7 +7,8 @@
 // buffered job can start before the test frees the slot, which it does after the PATCH returned.
 // `started` records each handler as it starts: a buffered start writes no event of its own.
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { useTestDatabase } from './support/db.ts';
+import { allowConnections, useTestDatabase } from './support/db.ts';
+import { sessionPid, terminateSession } from './support/sessions.ts';
 import { waitFor } from './support/wait.ts';
 import { Worker } from '../worker/worker.ts';
 import type { Job } from '../queue/job.ts';
@@ -33,7 +34,7 @@ beforeEach(async () => {
 });
 
 /** One slot; everything claimable goes into the buffer and stays there until the test is done. */
-function startWorker(opts: { listen: boolean; pollMs: number }): Worker {
+function startWorker(opts: { listen: boolean; pollMs: number; reapEveryMs?: number }): Worker {
   worker = new Worker({
     databaseUrl: db.url,
     // Unreachable: polling only, as behind a transaction pooler.
@@ -43,7 +44,7 @@ function startWorker(opts: { listen: boolean; pollMs: number }): Worker {
     claimAheadMs: NEVER_MS,
     claimAheadTtlMs: NEVER_MS,
     scheduler: false,
-    reapEveryMs: 100,
+    reapEveryMs: opts.reapEveryMs ?? 100,
     tasks: {
       k: async (_p, ctx) => void started.push(ctx.job.id),
       block: async (_p, ctx) => {
@@ -97,6 +98,31 @@ it('without notifications, the next poll finds the pause and hands the buffer ba
   unblock();
   await waitFor(async () => (await statusOf(block.id)) === 'succeeded', { what: 'the blocking job to finish' });
   await worker!.stop();
+  expect(started).not.toContain(x.id);
+});
+
+it('a pause sent while the listener was cut off is found when it reconnects; the buffer goes back', async () => {
+  // No reaper: while the listener is away its liveness lock is gone, and a reaper would soon
+  // shorten this worker's leases (the test is about the settings, not about that grace).
+  const w = startWorker({ listen: true, pollMs: NEVER_MS, reapEveryMs: NEVER_MS });
+  const { block, x } = await bufferX(w);
+  const listener = await sessionPid(db.pool, `herald:worker-listener:${process.pid}`);
+  expect(listener).not.toBeNull();
+  // The listener cannot come back until the pause has committed, so its NOTIFY is lost for sure.
+  const session = await db.pool.connect(); // a connection for the PATCH, made before the door shuts
+  session.release();
+  await allowConnections(db, false);
+  try {
+    await terminateSession(db.pool, listener!);
+    await db.queue.patchQueue('q', { paused: true });
+    expect(await statusOf(x.id)).toBe('running');
+  } finally {
+    await allowConnections(db, true);
+  }
+  await handedBackWhileBlocked(block, x, 'the reconnected listener to re-read the settings and hand the buffered job back');
+  unblock();
+  await waitFor(async () => (await statusOf(block.id)) === 'succeeded', { what: 'the blocking job to finish' });
+  await w.stop();
   expect(started).not.toContain(x.id);
 });
 

@@ -147,7 +147,12 @@ describe('event partitions', () => {
       await lockWaitersReach(db.pool, 1);
       expect(Number((await db.pool.query(`SELECT count(*) FROM herald.job_events_staging`)).rows[0].count)).toBe(10);
       // Nobody holds the log exclusively; writers and a reader of the whole log go on meanwhile.
-      const exclusive = await db.pool.query(`SELECT 1 FROM pg_locks WHERE relation = 'herald.job_events'::regclass AND mode = 'AccessExclusiveLock'`);
+      // pg_locks is cluster-wide, and a test database cloned from the template has the same oids:
+      // another file's maintainer may hold its own log at this moment.
+      const exclusive = await db.pool.query(
+        `SELECT 1 FROM pg_locks WHERE relation = 'herald.job_events'::regclass AND mode = 'AccessExclusiveLock'
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+      );
       expect(exclusive.rowCount).toBe(0);
       await q.cancel(queued[0].id); // a new event of a kept job, in a newer partition
       // A job deleted after its batch was copied: retention finds its events in the staging later.
@@ -157,6 +162,7 @@ describe('event partitions', () => {
     } finally {
       await locker.query('COMMIT');
       locker.release();
+      await dropping?.catch(() => {}); // settled before a failed step's teardown ends the pool
     }
     expect(await dropping).toBe(1);
     expect((await db.pool.query(`SELECT to_regclass($1) AS p`, [part])).rows[0].p).toBeNull();
@@ -191,13 +197,14 @@ describe('event partitions', () => {
       await reader.query('SELECT count(*) FROM herald.job_events'); // a long reader: every partition locked
       // A writer that comes while the maintainer waits queues behind it only until it gives up,
       // not until the reader ends: both finish while the reader is still open.
-      const dropping = q.dropEventPartitions(0, 500);
+      // Lock timeouts of 3 s: long enough for the wait to be seen on a loaded machine.
+      const dropping = q.dropEventPartitions(0, 3_000);
       await lockWaitersReach(db.pool, 1);
       const writing = q.enqueue({ kind: 'k' });
       expect(await dropping).toBe(0);
       const { job } = await writing;
       expect(await partitionsOf(db.pool, job.id)).toEqual([DEFAULT_PART]);
-      const adding = q.prepareEventPartitions({ width: 1000n, lead: 1000n, slackXids: 1, lockMs: 500 });
+      const adding = q.prepareEventPartitions({ width: 1000n, lead: 1000n, slackXids: 1, lockMs: 3_000 });
       await lockWaitersReach(db.pool, 1);
       const writing2 = q.enqueue({ kind: 'k' });
       expect(await adding).toBe(-1);

@@ -116,55 +116,71 @@ describe('limits across three worker processes', () => {
   // its start, whether it came from a claim or from a claim-ahead buffer (which writes no event).
   // Quick jobs first give the workers a pace, so their claims take gated jobs ahead into their
   // buffers; once all 15 slots hold gated jobs, nothing can start until the test opens a gate,
-  // which it does only after the PATCH returned.
+  // which it does only after the PATCH returned. The quick jobs have a queue of their own: one
+  // handed back from a slow worker's buffer can find every slot gated, and waits for the gates.
   it('paused: no job starts after the PATCH returns, from a claim or a buffer; the buffers go back at once; resuming wakes the workers', async () => {
-    const GATED = 400;
-    const slots = SLOTS * workers.length;
-    const started = new Set<string>();
-    const jobGates = Array.from({ length: GATED }, () => gates.create());
-    await t.db.queue.enqueueMany(Array.from({ length: 200 }, () => ({ kind: 'sleep', queue: 'pause', priority: 10, payload: { ms: 5 } })));
-    const made = await t.db.queue.enqueueMany(jobGates.map((g) => ({ kind: 'gated', queue: 'pause', payload: { gate: g.url } })));
-    made.forEach(({ job }, i) => void jobGates[i].reached(1).then(() => started.add(job.id)));
-    await waitFor(() => started.size === slots, { what: `gated jobs to fill all ${slots} slots`, timeoutMs: 60_000 });
-    await allDone('pause', 200);
-    const beforePatch = new Set(started);
-    // Claimed ahead and waiting in a buffer: leased, but never started.
-    const bufferedAtPatch = (await running('pause')) - slots;
-    expect(bufferedAtPatch, 'gated jobs waiting in a claim-ahead buffer when the PATCH comes').toBeGreaterThan(0);
-    const logged = workers.map((w) => w.logs.length);
-
-    await t.db.queue.patchQueue('pause', { paused: true });
-    // Whatever commits from now on is invisible to this snapshot.
-    const { rows: snap } = await t.db.pool.query('SELECT pg_current_snapshot()::text AS s');
-    // The buffers go back while every slot is still taken: the change itself did it, not a TTL.
-    await waitFor(async () => (await running('pause')) === slots, { what: 'the buffered jobs of the paused queue to go back' });
-    // A worker logs the hand-back after its statement committed, and the line crosses a pipe: it
-    // can reach this process after the rows changed.
-    const handedBack = () =>
-      workers
-        .flatMap((w, i) => w.logs.slice(logged[i]))
-        .filter((l) => l.msg === 'returned buffered jobs to the queue' && l.why === 'queue settings changed')
-        .reduce((n, l) => n + (l.returned as number), 0);
-    await waitFor(() => handedBack() > 0, { what: 'a worker to log the jobs it handed back' });
-
-    for (const g of jobGates) g.open();
-    await waitFor(async () => (await running('pause')) === 0, { what: 'the running jobs to finish' });
-    expect([...started].sort()).toEqual([...beforePatch].sort());
-    const { rows: late } = await t.db.pool.query(
-      `SELECT count(*)::int AS n FROM herald.job_events
-       WHERE queue = 'pause' AND type = 'claimed' AND NOT pg_visible_in_snapshot(tx, $1::pg_snapshot)`,
-      [snap[0].s],
-    );
-    expect(late[0].n).toBe(0);
-    const left = await t.db.pool.query(`SELECT count(*)::int AS n FROM herald.jobs WHERE queue = 'pause' AND status = 'queued'`);
-    expect(left.rows[0].n).toBe(GATED - slots);
-    const { job } = await t.db.queue.enqueue({ kind: 'echo', queue: 'pause' });
-    expect(job.waitingFor).toBe('paused');
-    // Polling is a minute away: only the NOTIFY of the resume can start the rest in time.
-    await t.db.queue.patchQueue('pause', { paused: false });
-    await allDone('pause', 200 + GATED + 1);
-  });
+    try {
+      await pausedScenario();
+    } catch (err) {
+      // A wait that runs out says which step; the rows and each worker's last lines say why.
+      const { rows } = await t.db.pool.query(
+        `SELECT queue, status, locked_by, count(*)::int AS n FROM herald.jobs WHERE queue LIKE 'pause%' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
+      );
+      console.error('the pause queues at failure', JSON.stringify(rows));
+      workers.forEach((w, i) => console.error(`worker ${i + 1} last lines`, JSON.stringify(w.logs.slice(-15))));
+      throw err;
+    }
+  }, 150_000);
 });
+
+async function pausedScenario() {
+  const GATED = 400;
+  const slots = SLOTS * workers.length;
+  const started = new Set<string>();
+  const jobGates = Array.from({ length: GATED }, () => gates.create());
+  await t.db.queue.enqueueMany(Array.from({ length: 200 }, () => ({ kind: 'sleep', queue: 'pause-warmup', priority: 10, payload: { ms: 5 } })));
+  const made = await t.db.queue.enqueueMany(jobGates.map((g) => ({ kind: 'gated', queue: 'pause', payload: { gate: g.url } })));
+  made.forEach(({ job }, i) => void jobGates[i].reached(1).then(() => started.add(job.id)));
+  await waitFor(() => started.size >= slots, { what: `gated jobs to fill all ${slots} slots`, timeoutMs: 30_000 });
+  expect(started.size, 'gated jobs started: one a slot, none in a slot freed since').toBe(slots);
+  const beforePatch = new Set(started);
+  // Claimed ahead and waiting in a buffer: leased, but never started.
+  const bufferedAtPatch = (await running('pause')) - slots;
+  expect(bufferedAtPatch, 'gated jobs waiting in a claim-ahead buffer when the PATCH comes').toBeGreaterThan(0);
+  const logged = workers.map((w) => w.logs.length);
+
+  await t.db.queue.patchQueue('pause', { paused: true });
+  // Whatever commits from now on is invisible to this snapshot.
+  const { rows: snap } = await t.db.pool.query('SELECT pg_current_snapshot()::text AS s');
+  // The buffers go back while every slot is still taken: the change itself did it, not a TTL.
+  await waitFor(async () => (await running('pause')) === slots, { what: 'the buffered jobs of the paused queue to go back' });
+  // A worker logs the hand-back after its statement committed, and the line crosses a pipe: it
+  // can reach this process after the rows changed.
+  const handedBack = () =>
+    workers
+      .flatMap((w, i) => w.logs.slice(logged[i]))
+      .filter((l) => l.msg === 'returned buffered jobs to the queue' && l.why === 'queue settings changed')
+      .reduce((n, l) => n + (l.returned as number), 0);
+  await waitFor(() => handedBack() > 0, { what: 'a worker to log the jobs it handed back' });
+
+  for (const g of jobGates) g.open();
+  await waitFor(async () => (await running('pause')) === 0, { what: 'the running jobs to finish' });
+  expect([...started].sort()).toEqual([...beforePatch].sort());
+  const { rows: late } = await t.db.pool.query(
+    `SELECT count(*)::int AS n FROM herald.job_events
+     WHERE queue = 'pause' AND type = 'claimed' AND NOT pg_visible_in_snapshot(tx, $1::pg_snapshot)`,
+    [snap[0].s],
+  );
+  expect(late[0].n).toBe(0);
+  const left = await t.db.pool.query(`SELECT count(*)::int AS n FROM herald.jobs WHERE queue = 'pause' AND status = 'queued'`);
+  expect(left.rows[0].n).toBe(GATED - slots);
+  const { job } = await t.db.queue.enqueue({ kind: 'echo', queue: 'pause' });
+  expect(job.waitingFor).toBe('paused');
+  // Polling is a minute away: only the NOTIFY of the resume can start the rest in time.
+  await t.db.queue.patchQueue('pause', { paused: false });
+  await allDone('pause', GATED + 1);
+  await allDone('pause-warmup', 200);
+}
 
 afterAll(async () => {
   // Nothing was left running by a test that failed half-way.

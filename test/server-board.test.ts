@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ensureBoardBuilt } from '../server/board.ts';
+import { buildBoard, ensureBoardBuilt } from '../server/board.ts';
 import { testLogger, testServer } from './server-support.ts';
 
 const outDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-board-'));
@@ -40,5 +40,27 @@ describe('board', () => {
     expect(index.body).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>\s*\S/);
     expect((await s.app.inject({ method: 'GET', url: '/nope.js' })).statusCode).toBe(404);
     await s.close();
+  }, 180_000);
+
+  it('rebuilds beside the old build and swaps the new one in whole: the old one is complete until then, and nothing is left over', async () => {
+    if (!fs.existsSync(path.join(outDir, 'index.html'))) await ensureBoardBuilt(testLogger(), outDir);
+    const marker = path.join(outDir, 'from-the-old-build');
+    fs.writeFileSync(marker, '');
+    let checks = 0;
+    let done = false;
+    const building = buildBoard(outDir).finally(() => (done = true));
+    // A server reading the directory meanwhile finds the old build, whole (the swap is two renames in one tick).
+    while (!done) {
+      expect(fs.existsSync(path.join(outDir, 'index.html'))).toBe(true);
+      expect(fs.existsSync(marker)).toBe(true);
+      checks++;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await building;
+    expect(checks).toBeGreaterThan(1);
+    expect(fs.existsSync(marker)).toBe(false);
+    expect(fs.existsSync(path.join(outDir, 'index.html'))).toBe(true);
+    const base = path.basename(outDir);
+    expect(fs.readdirSync(path.dirname(outDir)).filter((n) => n.startsWith(`${base}.`))).toEqual([]);
   }, 180_000);
 });

@@ -130,9 +130,12 @@ describe('metrics', () => {
       ...Array.from({ length: 6 }, () => ({ kind: 'ok', queue: 'mq' })),
       ...Array.from({ length: 2 }, () => ({ kind: 'bad', queue: 'mq', payload: { fail: true }, maxAttempts: 2 })),
     ]);
-    await waitFor(async () => (await db.queue.counts()).find((c) => c.queue === 'mq')?.failed === 2, { what: 'two failed jobs in queue mq' });
-    stop.abort();
-    await Promise.all(workers);
+    try {
+      await waitFor(async () => (await db.queue.counts()).find((c) => c.queue === 'mq')?.failed === 2, { what: 'two failed jobs in queue mq' });
+    } finally {
+      stop.abort();
+      await Promise.all(workers);
+    }
     const value = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
     let text = '';
     await waitFor(async () => {

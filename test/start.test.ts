@@ -8,7 +8,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startEmbedded } from '../queue/embedded.ts';
-import { spawnCommand, spawnHerald, type HeraldProcess } from './support/herald-process.ts';
+import { alive, spawnCommand, spawnHerald, type HeraldProcess } from './support/herald-process.ts';
 import { waitFor } from './support/wait.ts';
 
 let proc: HeraldProcess | undefined;
@@ -132,12 +132,3 @@ describe('herald migrate that fails', () => {
     }
   });
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

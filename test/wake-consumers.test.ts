@@ -59,7 +59,8 @@ it('a worker woken by the notifier claims the job of the producer that skipped i
 it("the event stream publishes the skipping producer's events on the notifier's tick, not at the safety read", async () => {
   const hub = await EventHub.start({ queue: db.queue, listenUrl: db.url, pool: db.pool, safetyMs: 60_000 });
   const seen: JobEvent[] = [];
-  hub.fanout.observe((events) => seen.push(...events.filter((e) => e.queue === 'sq')));
+  // A stream follows it (with none, ticks start no read).
+  hub.fanout.subscribe({ filter: { queue: 'sq' }, deliver: (messages) => seen.push(...messages.map((m) => m.event)) });
   try {
     const { ids, t2 } = await notifierThenSkipper('sq', 2001);
     await lockWaitersReach(db.pool, 2); // T2 inside its COMMIT, and the tailer's barrier waiting for it

@@ -30,7 +30,7 @@ it('a worker whose connections are all cut once keeps its job: it finishes on th
   const { job } = await db.queue.enqueue({ kind: 'gated', payload: { gate: gate.url } });
   await waitFor(async () => (await db.queue.get(job.id))?.status === 'running', { what: 'the job to start' });
   // An idle worker on a direct connection: its reaper runs every half second.
-  await t.spawn({ args, env });
+  const reaper = await t.spawn({ args, env });
 
   const cutAt = new Date();
   proxy.dropAllAndHold();
@@ -44,12 +44,20 @@ it('a worker whose connections are all cut once keeps its job: it finishes on th
     );
     return rows[0].status !== 'running' || rows[0].attempt !== 1 || rows[0].short;
   }, { what: 'a reaper to act on the vanished liveness lock' });
-  proxy.release();
-  await blipped.waitForLog((l) => l.msg === 'listener reconnected' && new Date(l.time as number) > cutAt);
-  // Back within the grace, it renewed the lease: still its job, on attempt 1, lease long again.
-  await waitFor(async () => {
-    const { rows } = await db.pool.query(`SELECT lease_expires_at > now() + interval '5 seconds' AS long FROM herald.jobs WHERE id = $1`, [job.id]);
-    return rows[0].long;
-  }, { what: 'the lease to be renewed' });
+  // The reaper has had its look. It is frozen while the blipped worker comes back, so that a
+  // starved machine cannot stretch the comeback past the one-second grace; it resumes once the
+  // lease is long again, and its passes from then on must leave the job alone.
+  reaper.child.kill('SIGSTOP');
+  try {
+    proxy.release();
+    await blipped.waitForLog((l) => l.msg === 'listener reconnected' && new Date(l.time as number) > cutAt);
+    // Back, it renewed the lease: still its job, on attempt 1, lease long again.
+    await waitFor(async () => {
+      const { rows } = await db.pool.query(`SELECT lease_expires_at > now() + interval '5 seconds' AS long FROM herald.jobs WHERE id = $1`, [job.id]);
+      return rows[0].long;
+    }, { what: 'the lease to be renewed' });
+  } finally {
+    reaper.child.kill('SIGCONT');
+  }
   await finishesOnFirstAttempt(db.queue, gate, job.id, blipped.id);
 });

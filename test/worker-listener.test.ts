@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { createTestDatabase } from './support/db.ts';
 import { workerTestContext, type WorkerProcess } from './fixtures/worker-process.ts';
+import { sessionPid, terminateSession } from './support/sessions.ts';
 import { waitFor } from './support/wait.ts';
 import { JOBS_CHANNEL, wakeTarget } from '../queue/channels.ts';
 
@@ -10,13 +11,7 @@ const t = workerTestContext();
 const succeeded = (id: string, what: string, timeoutMs?: number) =>
   waitFor(async () => (await t.db.queue.get(id))?.status === 'succeeded', { what: what, timeoutMs: timeoutMs });
 
-const listenerPid = async (w: WorkerProcess): Promise<number | null> => {
-  const { rows } = await t.db.pool.query(
-    `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()`,
-    [`herald:worker-listener:${w.pid}`],
-  );
-  return rows[0]?.pid ?? null;
-};
+const listenerPid = (w: WorkerProcess) => sessionPid(t.db.pool, `herald:worker-listener:${w.pid}`);
 
 describe('listener', () => {
   it('recovers from pg_terminate_backend, catches up on what it missed, and still starts jobs at once', async () => {
@@ -29,7 +24,7 @@ describe('listener', () => {
 
     const pid = await listenerPid(w);
     expect(pid).not.toBeNull();
-    await db.pool.query('SELECT pg_terminate_backend($1)', [pid]);
+    await terminateSession(db.pool, pid!);
     // Enqueued while the listener is down: its NOTIFY is lost; the claim after reconnecting finds it.
     const { job: missed } = await db.queue.enqueue({ kind: 'echo', payload: { n: 2 } });
     await w.waitForLog((l) => l.msg === 'listener reconnected');

@@ -2,7 +2,7 @@
 // claim per limited queue, up to `limit` jobs in all. Who goes first rotates from round to round,
 // so a busy plain queue cannot starve the limited ones nor the other way round. Queues without
 // settings cost nothing extra when there are no limited queues.
-import type { Job } from '../queue/job.ts';
+import type { ClaimedJob } from '../queue/claimed.ts';
 import type { WorkService } from '../queue/services/work.ts';
 import type { HeardQueues } from './heard-queues.ts';
 import type { HeldQueues } from './held-queues.ts';
@@ -47,7 +47,7 @@ export class ClaimRound {
     try {
       for (let i = 0; i < order.length && got < limit; i++) {
         const q = order[(this.turn + i) % order.length];
-        let jobs: Job[];
+        let jobs: ClaimedJob[];
         let barrier: boolean | Error = true;
         if (q === null) {
           ({ jobs, barrier } = await o.work.claimAfterBarriers(heard, { ...base, queues: o.queues, limit: limit - got }));
@@ -56,7 +56,7 @@ export class ClaimRound {
           const room = Math.min(limit - got, o.slots.idle);
           if (room <= 0) continue;
           if (heard.length > 0) barrier = await o.work.passQueueBarriers(heard);
-          const r = await o.work.claimLimited(q, { ...base, limit: room });
+          const r = await o.work.claimLimitedToRun(q, { ...base, limit: room });
           jobs = r.jobs;
           if (r.retryAt) o.dueAt(r.retryAt.getTime());
         }

@@ -9,16 +9,17 @@
 import type { Lease, WorkService } from '../queue/services/work.ts';
 import type { Logger } from '../queue/log.ts';
 import { Batcher } from './batcher.ts';
-import { byId } from './slots.ts';
+import { byId } from '../queue/job.ts';
 
+/** Whose outcome: a held job (slots.ts's ActiveJob is one). */
 export interface Outcome {
   lease: Lease;
-  kind: string;
-  maxAttempts: number;
+  job: { kind: string; maxAttempts: number };
 }
 
 interface Success extends Outcome {
-  result: unknown;
+  /** The result as JSON text, serialised once when the handler returned. */
+  json: string;
 }
 
 interface Failure extends Outcome {
@@ -55,18 +56,19 @@ export class Completions {
 
   /** Queues a success; a result that is not JSON fails the attempt instead. */
   succeed(outcome: Outcome, result: unknown): void {
+    let json: string;
     try {
-      JSON.stringify(result);
+      json = JSON.stringify(result ?? null);
     } catch (err) {
       const error = new TypeError(`the task's result is not JSON-serialisable: ${(err as Error).message}`);
       this.fail(outcome, error, false);
       return;
     }
-    this.successes.add({ ...outcome, result });
+    this.successes.add({ lease: outcome.lease, job: outcome.job, json });
   }
 
   fail(outcome: Outcome, error: unknown, final: boolean): void {
-    this.failures.add({ ...outcome, error, final });
+    this.failures.add({ lease: outcome.lease, job: outcome.job, error, final });
   }
 
   get pending(): number {
@@ -96,7 +98,10 @@ export class Completions {
     const { work, worker } = this.opts;
     return this.writeSplitting(
       batch,
-      (b) => work.complete(worker, b.map((s) => ({ ...s.lease, result: s.result })).sort(byId)),
+      (b) => {
+        const sorted = b.length > 1 ? [...b].sort((x, y) => byId(x.lease, y.lease)) : b;
+        return work.completeJson(worker, sorted.map((s) => s.lease), sorted.map((s) => s.json));
+      },
       async (s, err) => {
         this.fail(s, new Error(`the task's result could not be stored: ${err.message}`), false);
         return null;
@@ -151,9 +156,9 @@ export class Completions {
     for (const o of batch) {
       const { id, attempt } = o.lease;
       if (lostSet.has(id)) {
-        this.log.warn({ job: id, attempt, kind: o.kind }, `lease lost before the outcome was written; the ${what === 'succeeded' ? 'result' : 'failure'} was discarded`);
+        this.log.warn({ job: id, attempt, kind: o.job.kind }, `lease lost before the outcome was written; the ${what === 'succeeded' ? 'result' : 'failure'} was discarded`);
       } else if (debug) {
-        if (what === 'succeeded') this.log.debug({ job: id, attempt, kind: o.kind }, 'job succeeded');
+        if (what === 'succeeded') this.log.debug({ job: id, attempt, kind: o.job.kind }, 'job succeeded');
         else this.logFailure(o as Failure);
       }
       this.opts.settled(o.lease);
@@ -164,7 +169,7 @@ export class Completions {
     const { id, attempt } = f.lease;
     const message = f.error instanceof Error ? f.error.message : String(f.error);
     // The core decides (a cancel request wins); this is what it decides from our side's view.
-    const last = f.final || attempt >= f.maxAttempts;
-    this.log.debug({ job: id, attempt, maxAttempts: f.maxAttempts, kind: f.kind, error: message }, last ? 'job failed' : 'attempt failed; retry scheduled');
+    const last = f.final || attempt >= f.job.maxAttempts;
+    this.log.debug({ job: id, attempt, maxAttempts: f.job.maxAttempts, kind: f.job.kind, error: message }, last ? 'job failed' : 'attempt failed; retry scheduled');
   }
 }

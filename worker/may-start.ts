@@ -2,10 +2,10 @@
 // says whether its queue has been paused or limited since (the gate row) and whether its
 // expireAt has passed (the database's clock, not this host's). Read from the database rather
 // than the worker's cached settings: a PATCH that has returned is always seen, notified or not.
-import type { Job } from '../queue/job.ts';
+import type { ClaimedJob } from '../queue/claimed.ts';
 import type { WorkService } from '../queue/services/work.ts';
 
-export async function mayStart(work: Pick<WorkService, 'startGate'>, jobs: Job[]): Promise<boolean[]> {
+export async function mayStart(work: Pick<WorkService, 'startGate'>, jobs: Pick<ClaimedJob, 'queue' | 'expireAtMs'>[]): Promise<boolean[]> {
   const { held, now } = await work.startGate();
-  return jobs.map((j) => !held.includes(j.queue) && (j.expireAt === null || Date.parse(j.expireAt) > now.getTime()));
+  return jobs.map((j) => !held.includes(j.queue) && (j.expireAtMs === null || j.expireAtMs > now.getTime()));
 }

@@ -2,15 +2,19 @@
 // leases get renewed, and what the signal says.
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
-import type { Job } from '../queue/job.ts';
-import { Slots, byId, type ActiveJob } from './slots.ts';
+import { byId } from '../queue/job.ts';
+import { ClaimedJob } from '../queue/claimed.ts';
+import { Slots, type ActiveJob } from './slots.ts';
 import type { Task } from './tasks.ts';
 
-const job = (id: string, kind = 'hold'): Job => ({ id, kind, attempt: 1, payload: {}, queue: 'q' }) as Job;
+const T = '2026-01-01 00:00:00+00';
+// A claimed row (queue/claimed.ts's columns) of queue q, attempt 1 of 5.
+const job = (id: string, kind = 'hold') =>
+  new ClaimedJob([id, 'q', kind, {}, 0, 1, 5, null, null, null, null, null, T, T, T, null, T, '{}', null, null, null, null, null, '{}', null, null], 'w');
 // A timer turn, then an immediate one: buffered jobs start a turn after a slot frees.
 const tick = () => new Promise((r) => setTimeout(() => setImmediate(r), 0));
 
-function harness(capacity: number, maxUnwritten: number, ahead = 0, admit = (jobs: Job[]): Promise<boolean[] | null> => Promise.resolve(jobs.map(() => true))) {
+function harness(capacity: number, maxUnwritten: number, ahead = 0, admit = (jobs: ClaimedJob[]): Promise<boolean[] | null> => Promise.resolve(jobs.map(() => true))) {
   const outcomes: { id: string; ok: boolean; value: unknown; final?: boolean }[] = [];
   const refused: string[] = [];
   const release = new Map<string, (v: unknown) => void>();
@@ -72,6 +76,31 @@ describe('Slots', () => {
     release.get('1')!('partial result');
     await tick();
     expect(outcomes).toEqual([{ id: '1', ok: false, value: expect.objectContaining({ name: 'JobCancelledError' }), final: false }]);
+  });
+
+  it('a signal first read after the cancel is already aborted; one read before fires', async () => {
+    const { slots } = harness(2, 10);
+    const signals = new Map<string, () => AbortSignal>();
+    const opts = (slots as unknown as { opts: { tasks: Map<string, Task> } }).opts;
+    opts.tasks.set('late', (_p, ctx) => new Promise(() => signals.set(ctx.job.id, () => ctx.signal)));
+    slots.start(job('1', 'late'));
+    slots.start(job('2', 'late'));
+    await tick();
+    const early = signals.get('2')!();
+    const fired: unknown[] = [];
+    early.addEventListener('abort', () => fired.push(early.reason));
+    expect(early.aborted).toBe(false);
+    expect(slots.cancel({ id: '1', attempt: 1 })).toBe(true);
+    expect(slots.cancel({ id: '2', attempt: 1 })).toBe(true);
+    expect(slots.cancel({ id: '2', attempt: 1 })).toBe(false); // once
+    const late = signals.get('1')!();
+    expect(late.aborted).toBe(true);
+    expect(late.reason).toMatchObject({ name: 'JobCancelledError' });
+    expect(signals.get('1')!()).toBe(late);
+    expect(fired).toEqual([expect.objectContaining({ name: 'JobCancelledError' })]);
+    // The first reason stands: a later abandon does not change what the handler sees.
+    expect(slots.abandon({ id: '1', attempt: 1 }, new Error('lost'))).toBe(true);
+    expect(late.reason).toMatchObject({ name: 'JobCancelledError' });
   });
 
   it('an abandoned job is forgotten at once and its outcome never reported', async () => {
@@ -137,7 +166,7 @@ describe('Slots', () => {
   it('a buffered job starts only once the check says it may; refused ones are handed back, never run', async () => {
     let answer: (ok: boolean[] | null) => void = () => {};
     const asked: string[][] = [];
-    const admit = (jobs: Job[]) => {
+    const admit = (jobs: ClaimedJob[]) => {
       asked.push(jobs.map((j) => j.id));
       return new Promise<boolean[] | null>((r) => (answer = r));
     };
@@ -165,7 +194,7 @@ describe('Slots', () => {
 
   it('slots that free together share one start check', async () => {
     const asked: string[][] = [];
-    const admit = (jobs: Job[]) => {
+    const admit = (jobs: ClaimedJob[]) => {
       asked.push(jobs.map((j) => j.id));
       return Promise.resolve(jobs.map(() => true));
     };

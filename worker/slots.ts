@@ -31,28 +31,25 @@
 // Outcomes not yet written count against claiming too (backpressure): when the database writes
 // outcomes slower than handlers produce them, the worker claims less instead of piling up
 // finished jobs whose leases it must keep renewing.
-import { DEFAULTS } from '../queue/defaults.ts';
-import type { Job } from '../queue/job.ts';
+import { byId } from '../queue/job.ts';
+import type { ClaimedJob } from '../queue/claimed.ts';
 import type { Lease } from '../queue/queue.ts';
 import type { Logger } from '../queue/log.ts';
 import { JobCancelledError, JobTimeoutError, UnknownKindError } from './errors.ts';
+import { abort, handlerContext } from './job-context.ts';
 import { endProcess, inSpan, startProcess } from './tracing.ts';
-import { ProgressCoalescer } from './progress.ts';
+import type { ProgressCoalescer } from './progress.ts';
 import { Pace } from './pace.ts';
-import type { Task, TaskContext } from './tasks.ts';
+import type { Task } from './tasks.ts';
 import type { Parent } from '../queue/services/flows.ts';
 
-/**
- * Orders leases by numeric id. Every batched write (renewal, complete, fail) locks its rows in
- * this order, so two of them from one worker can never deadlock on each other.
- */
-export const byId = (a: { id: string }, b: { id: string }): number =>
-  a.id.length - b.id.length || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-
 export interface ActiveJob {
-  job: Job;
+  job: ClaimedJob;
   lease: Lease;
-  controller: AbortController;
+  /** Made when the handler first reads ctx.signal: most handlers never do. */
+  controller?: AbortController;
+  /** Why it was aborted (cancel, timeout, lost lease, shutdown); unset while it is not. */
+  aborted?: Error;
   state: 'buffered' | 'starting' | 'running' | 'finishing' | 'writing' | 'abandoned';
   /** When it was claimed (performance.now()): buffered jobs past their TTL go back. */
   claimedAt: number;
@@ -84,7 +81,7 @@ export interface SlotsOptions {
    * Which of these buffered jobs may start now (same order), checked against the database's
    * current settings and clock; null when that could not be read (they stay buffered).
    */
-  admit(jobs: Job[]): Promise<boolean[] | null>;
+  admit(jobs: ClaimedJob[]): Promise<boolean[] | null>;
   /** Buffered jobs `admit` refused, forgotten here: the caller hands them back to the queue. */
   refused(leases: Lease[]): void;
 }
@@ -138,10 +135,8 @@ export class Slots {
   }
 
   /** Runs a claimed job in a free slot, or buffers it until one frees (claims never take more than `free`). */
-  start(job: Job): void {
-    const a: ActiveJob = {
-      job, lease: { id: job.id, attempt: job.attempt }, controller: new AbortController(), state: 'buffered', claimedAt: performance.now(),
-    };
+  start(job: ClaimedJob): void {
+    const a: ActiveJob = { job, lease: { id: job.id, attempt: job.attempt }, state: 'buffered', claimedAt: performance.now() };
     this.held.set(job.id, a);
     if (this.busy < this.opts.capacity) this.run(a);
     else this.buffer.push(a);
@@ -174,27 +169,27 @@ export class Slots {
       }
       // Only jobs with parents pay the read; a failed read fails the attempt like a throw would.
       const parents = a.job.onParentFailure !== null && this.opts.parents ? await this.opts.parents(a.job.id) : [];
-      const run = () => task(a.job.payload, this.context(a, parents));
-      value = await (span ? inSpan(span, run) : run());
+      const ctx = handlerContext(a, parents, this.opts);
+      value = await (span ? inSpan(span, () => task(a.job.payload, ctx)) : task(a.job.payload, ctx));
       ok = true;
     } catch (err) {
       value = err;
     }
-    clearTimeout(timer);
+    if (timer) clearTimeout(timer);
     // The last progress value lands before the outcome (and no timer outlives the handler).
-    await a.progress?.flush();
+    if (a.progress) await a.progress.flush();
     this.busy--;
     this.pace.tick();
-    const { signal } = a.controller;
-    if (span) endProcess(span, signal.aborted ? signal.reason : ok ? undefined : value);
+    const { aborted } = a;
+    if (span) endProcess(span, aborted ?? (ok ? undefined : value));
     if (a.timedOut) {
       this.opts.logger.debug({ job: a.job.id, attempt: a.job.attempt }, 'handler of a timed-out job returned; its failure was recorded at the timeout');
     } else if (a.state === 'abandoned') {
       this.opts.logger.debug({ job: a.job.id, attempt: a.job.attempt }, 'handler of an abandoned job returned; outcome discarded');
-    } else if (signal.aborted) {
+    } else if (aborted) {
       // Only a cancel aborts a job we still hold. A handler that stops early on its signal may
       // return a partial result, so a cancelled job ends cancelled whatever it returned.
-      this.finish(a, () => this.opts.failed(a, signal.reason, false));
+      this.finish(a, () => this.opts.failed(a, aborted, false));
     } else if (ok) {
       this.finish(a, () => this.opts.succeeded(a, value));
     } else {
@@ -254,9 +249,9 @@ export class Slots {
     const again: ActiveJob[] = [];
     batch.forEach((a, i) => {
       if (a.state !== 'starting') return; // abandoned meanwhile (lease lost, shutdown)
-      if (a.controller.signal.aborted) {
+      if (a.aborted) {
         // Cancelled while being checked: it never ran, so the cancel is its outcome.
-        this.finish(a, () => this.opts.failed(a, a.controller.signal.reason, false));
+        this.finish(a, () => this.opts.failed(a, a.aborted, false));
       } else if (ok === null) {
         a.state = 'buffered';
         again.push(a);
@@ -285,7 +280,7 @@ export class Slots {
     if (a.state !== 'running') return;
     const err = new JobTimeoutError(a.job.id, a.job.timeoutMs!);
     a.timedOut = true;
-    a.controller.abort(err);
+    abort(a, err);
     this.opts.logger.warn({ job: a.job.id, attempt: a.job.attempt, timeoutMs: a.job.timeoutMs }, 'job timed out: failure recorded, handler signalled');
     this.finish(a, () => this.opts.failed(a, err, false));
   }
@@ -294,25 +289,6 @@ export class Slots {
     a.state = 'finishing';
     this.unwritten++;
     record();
-  }
-
-  private context(a: ActiveJob, parents: Parent[]): TaskContext {
-    const parent = this.opts.logger;
-    let log: Logger | undefined;
-    const progress = (a.progress = new ProgressCoalescer(
-      (percent, message) => this.opts.progress(a, percent, message),
-      this.opts.progressEveryMs ?? DEFAULTS.progressEveryMs,
-    ));
-    return {
-      job: a.job,
-      parents,
-      signal: a.controller.signal,
-      progress: (percent, message) => progress.report(percent, message),
-      // A pino child costs a few microseconds: made only for handlers that log.
-      get log() {
-        return (log ??= parent.child({ job: a.job.id, kind: a.job.kind, attempt: a.job.attempt }));
-      },
-    };
   }
 
   /** Jobs whose handler runs, or is about to (being admitted). */
@@ -327,24 +303,24 @@ export class Slots {
     if (a.state === 'buffered') this.unbuffer(a);
     a.state = 'abandoned';
     this.held.delete(lease.id);
-    a.controller.abort(reason);
+    abort(a, reason);
     return true;
   }
 
   cancel(lease: Lease): boolean {
     const a = this.find(lease);
-    if (!a || a.controller.signal.aborted) return false;
+    if (!a || a.aborted) return false;
     if (a.state === 'buffered') {
       // Never started: record the cancel as its outcome (the fail write ends it cancelled).
       this.unbuffer(a);
-      a.controller.abort(new JobCancelledError(lease.id));
-      this.finish(a, () => this.opts.failed(a, a.controller.signal.reason, false));
+      const reason = abort(a, new JobCancelledError(lease.id));
+      this.finish(a, () => this.opts.failed(a, reason, false));
       this.opts.freed();
       return true;
     }
     if (a.state !== 'running' && a.state !== 'starting') return false;
     // A starting job sees the abort when its check returns, and records the cancel then.
-    a.controller.abort(new JobCancelledError(lease.id));
+    abort(a, new JobCancelledError(lease.id));
     return true;
   }
 
@@ -356,7 +332,7 @@ export class Slots {
    * Takes buffered jobs out (all of them, or those claimed at least `olderThanMs` ago) and
    * forgets them: the caller hands them back to the queue. Their handlers never ran.
    */
-  takeBuffered(olderThanMs = 0, which: (job: Job) => boolean = () => true): Lease[] {
+  takeBuffered(olderThanMs = 0, which: (job: ClaimedJob) => boolean = () => true): Lease[] {
     const cutoff = performance.now() - olderThanMs;
     const take = (a: ActiveJob) => a.claimedAt <= cutoff && which(a.job);
     const taken = this.buffer.filter(take);

@@ -3,19 +3,19 @@
 // send. The handler runs inside it, so the spans of its own database or HTTP calls nest under it.
 // Without an OpenTelemetry SDK nothing here runs (see queue/tracing.ts).
 import { SpanKind, context, trace, type Span } from '@opentelemetry/api';
-import type { Job } from '../queue/job.ts';
+import type { ClaimedJob } from '../queue/claimed.ts';
 import { endFailed, messagingAttributes, sendContext, tracing } from '../queue/tracing.ts';
 
 const tracer = trace.getTracer('herald');
 
 /** Starts the attempt's span; undefined when nothing records. */
-export function startProcess(job: Job): Span | undefined {
+export function startProcess(job: Pick<ClaimedJob, 'id' | 'queue' | 'kind' | 'attempt' | 'trace' | 'flowId'>): Span | undefined {
   if (!tracing()) return undefined;
   const link = sendContext(job.trace);
   const span = tracer.startSpan(`process ${job.queue}`, { kind: SpanKind.CONSUMER, links: link ? [{ context: link }] : [] });
   if (!span.isRecording()) return undefined;
   span.setAttributes({
-    ...messagingAttributes('process', job.queue, job.kind, (job as { flowId?: string | null }).flowId),
+    ...messagingAttributes('process', job.queue, job.kind, job.flowId),
     'messaging.message.id': job.id,
     'herald.job.attempt': job.attempt,
   });

@@ -52,6 +52,23 @@ describe('handlers', () => {
     });
   });
 
+  it('see the whole job as the database has it while it runs', async () => {
+    let seen: { job: Job; stored: Job | null } | undefined;
+    const task = async (_p: unknown, ctx: TaskContext) => {
+      seen = { job: ctx.job, stored: await db.queue.get(ctx.job.id) };
+      expect(ctx.job).toBe(seen.job); // built once
+    };
+    await withWorker({ tasks: { whole: task }, capabilities: ['gpu'] }, async (_w, queue) => {
+      const { job } = await db.queue.enqueue({
+        kind: 'whole', queue, payload: { a: [1, 'two'] }, priority: 3, maxAttempts: 2, requires: ['gpu'], tags: ['x', 'y.z'],
+        idempotencyKey: `whole-${queue}`, group: 'g', timeoutMs: 60_000, expireAt: new Date(Date.now() + 3_600_000).toISOString(),
+      });
+      expect((await finished(job.id)).status).toBe('succeeded');
+      expect(seen!.job).toEqual(seen!.stored);
+      expect(seen!.job).toMatchObject({ status: 'running', attempt: 1, tags: ['x', 'y.z'], requires: ['gpu'], group: 'g' });
+    });
+  });
+
   it('coalesce progress: 10,000 reports write a few events, and the last value is the one stored', async () => {
     const N = 10_000;
     const task = async (_p: unknown, ctx: TaskContext) => {
@@ -115,13 +132,13 @@ describe('fencing', () => {
           }, 0);
         });
       });
-    // Renewals every 100 ms.
-    await withWorker({ tasks: { hang: task }, leaseMs: 300 }, async (w, queue) => {
+    // Renewals every second; no reaper in this worker, so a stalled renewal before the takeover
+    // below cannot let it requeue the job first on a slow machine.
+    await withWorker({ tasks: { hang: task }, leaseMs: 3_000, reapEveryMs: 3_600_000 }, async (w, queue) => {
       const { job } = await db.queue.enqueue({ kind: 'hang', queue });
       await waitFor(async () => (await db.queue.get(job.id))?.status === 'running', { what: 'the job to run' });
       // Another worker took over a newer attempt (what the reaper plus a re-claim would do), with a
-      // lease of its own: the old one (300 ms, no longer renewed) would let the reaper requeue the
-      // job before the checks below on a slow machine.
+      // lease of its own.
       await db.pool.query(
         `UPDATE herald.jobs SET attempt = 2, locked_by = 'someone-else', owner_lock = NULL, lease_expires_at = now() + interval '1 hour' WHERE id = $1`,
         [job.id],

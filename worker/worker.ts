@@ -23,7 +23,6 @@ import { FlowService } from '../queue/services/flows.ts';
 import { DEFAULTS } from '../queue/defaults.ts';
 import { ValidationError } from '../queue/errors.ts';
 import type { Logger } from '../queue/log.ts';
-import type { Lease } from '../queue/queue.ts';
 import { Claimer } from './claimer.ts';
 import { ClaimRound } from './claim-round.ts';
 import { Completions } from './completions.ts';
@@ -32,6 +31,7 @@ import { LeaseKeeper } from './leases.ts';
 import { HeardQueues } from './heard-queues.ts';
 import { HeldQueues } from './held-queues.ts';
 import { mayStart } from './may-start.ts';
+import { BufferedJobs } from './buffered-jobs.ts';
 import { Maintenance } from './maintenance.ts';
 import { Registry } from './registry.ts';
 import { Scheduler } from './scheduler.ts';
@@ -112,13 +112,10 @@ export class Worker {
   private registry!: Registry;
   private scheduler?: Scheduler;
   private held!: HeldQueues;
-  private heldReadAt = 0;
+  private buffer!: BufferedJobs;
   /** How long a claim round takes (ms, smoothed); undefined before the first. */
   private claimMs?: number;
   private readonly heard: HeardQueues;
-  /** Which claim goes first this time: the plain one (0) or the n-th limited queue. */
-  private bufferTimer?: NodeJS.Timeout;
-  private heldTimer?: NodeJS.Timeout;
   private stopping?: Promise<void>;
 
   constructor(private readonly opts: WorkerOptions) {
@@ -185,21 +182,30 @@ export class Worker {
       tasks: this.tasks,
       logger: log,
       progress: (a, percent, message) => this.progress(a, percent, message),
-      succeeded: (a, result) => this.completions.succeed(outcome(a), result),
-      failed: (a, error, final) => this.completions.fail(outcome(a), error, final),
+      succeeded: (a, result) => this.completions.succeed(a, result),
+      failed: (a, error, final) => this.completions.fail(a, error, final),
       freed: () => this.claimer.slotFreed(),
       parents: (jobId) => this.flows.parents(jobId),
       admit: (jobs) => mayStart(this.work, jobs),
-      refused: (leases) => void this.handBack(leases, 'queue paused or limited, or expireAt passed, while buffered'),
+      refused: (leases) => void this.buffer.handBack(leases, 'queue paused or limited, or expireAt passed, while buffered'),
     });
     this.held = new HeldQueues(this.work, log, this.queues);
+    const pollMs = opts.pollMs ?? DEFAULTS.pollMs;
+    this.buffer = new BufferedJobs({
+      work: this.work,
+      worker: this.id,
+      held: this.held,
+      slots: this.slots,
+      logger: log,
+      ttlMs: opts.claimAheadTtlMs ?? DEFAULTS.claimAheadTtlMs,
+      pollMs,
+    });
     const round = new ClaimRound({
       work: this.work, held: this.held, heard: this.heard, slots: this.slots, worker: this.id, leaseMs: this.leaseMs,
       queues, capabilities, kinds,
       ownerLock: () => this.listener.lockKey,
       dueAt: (at) => this.claimer.dueAtTime(at),
     });
-    const pollMs = opts.pollMs ?? DEFAULTS.pollMs;
     this.claimer = new Claimer({
       pollMs,
       maxBatch: maxClaim,
@@ -209,8 +215,8 @@ export class Worker {
         // The settings are re-read at least once a poll interval, in case a notification was
         // missed. A round woken by new work does not wait for that read: a stale cache can only
         // delay a limited queue's job, and the rounds after it use the new settings.
-        if (Date.now() - this.heldReadAt > pollMs) {
-          const reading = this.refreshHeld();
+        if (this.buffer.settingsAgeMs() > pollMs) {
+          const reading = this.buffer.refreshHeld();
           if (!reason.startsWith(NOTIFIED)) await reading;
         }
         const t0 = performance.now();
@@ -263,13 +269,15 @@ export class Worker {
       // A reaper may have seen our liveness lock missing while we were cut off and shortened
       // our leases: renewing now keeps our jobs ours (see queue/sql/reap.ts).
       this.leases.renewNow();
-      void this.hearAll().then(() => this.claimer.wake('listener connected'));
+      // A settings change announced while we were away is missed too: re-read them, so jobs
+      // buffered for a queue paused meanwhile go back now, not at the buffer's TTL.
+      void Promise.all([this.hearAll(), this.buffer.refreshHeld()]).then(() => this.claimer.wake('listener connected'));
     });
     // One info line once it runs (below); this one is for tracing a start that hangs.
     log.debug('worker starting');
     const listening = await this.listener.start();
     await this.registry.start();
-    await this.refreshHeld();
+    await this.buffer.refreshHeld();
     this.claimer.start();
     if (opts.scheduler ?? true) {
       this.scheduler = new Scheduler(new ScheduleService(this.db), log);
@@ -277,13 +285,7 @@ export class Worker {
     }
     this.leases.start();
     this.maintenance.start();
-    const ttl = opts.claimAheadTtlMs ?? DEFAULTS.claimAheadTtlMs;
-    this.bufferTimer = setInterval(() => void this.returnBuffered(ttl, 'buffered past its TTL'), Math.max(10, ttl / 2));
-    // Without notifications (polling only, or one missed), the settings are re-read every poll
-    // interval while jobs wait in the buffer, so those of a queue paused since go back at once.
-    this.heldTimer = setInterval(() => {
-      if (this.slots.buffered > 0 && Date.now() - this.heldReadAt >= pollMs) void this.refreshHeld();
-    }, pollMs);
+    this.buffer.start();
     if (!listening) this.claimer.wake('start (polling only)');
     log.info({ listening, queues: queues ?? 'all', concurrency: opts.concurrency, kinds, capabilities }, 'worker started');
   }
@@ -303,8 +305,8 @@ export class Worker {
       this.scheduler?.changed();
     } else if (channel === CONTROL_CHANNEL && payload === 'queues') {
       // Settings changed: jobs claimed ahead of a queue now paused or limited go back (see
-      // refreshHeld), and a resumed or newly limited queue may have work for us.
-      void this.refreshHeld().then(() => this.claimer.wake('queue settings changed'));
+      // BufferedJobs), and a resumed or newly limited queue may have work for us.
+      void this.buffer.refreshHeld().then(() => this.claimer.wake('queue settings changed'));
     }
   }
 
@@ -324,33 +326,6 @@ export class Worker {
       return;
     }
     for (const q of queues) this.heard.add(q);
-  }
-
-  /** Re-reads the held queues; buffered jobs of those go back (the plain claim took them, unheld then). */
-  private async refreshHeld(): Promise<void> {
-    this.heldReadAt = Date.now();
-    await this.held.refresh();
-    if (this.slots.buffered > 0) {
-      const leases = this.slots.takeBuffered(0, (job) => this.held.isHeld(job.queue));
-      await this.handBack(leases, 'queue settings changed');
-    }
-  }
-
-  /** Hands buffered jobs (all, or those older than `olderThanMs`) back to the queue, attempt refunded. */
-  private returnBuffered(olderThanMs: number, why: string): Promise<void> {
-    return this.handBack(this.slots.takeBuffered(olderThanMs), why);
-  }
-
-  /** Hands jobs that never started back to the queue, attempt refunded. */
-  private async handBack(leases: Lease[], why: string): Promise<void> {
-    if (leases.length === 0) return;
-    try {
-      const lost = await this.work.release(this.id, leases);
-      this.log.info({ returned: leases.length - lost.length, lost: lost.length, why }, 'returned buffered jobs to the queue');
-    } catch (err) {
-      // No longer renewed: the reaper requeues them when their lease runs out.
-      this.log.warn({ err: (err as Error).message, jobs: leases.length }, 'could not return buffered jobs; the reaper will requeue them');
-    }
   }
 
   private async progress(a: ActiveJob, percent: number, message?: string): Promise<void> {
@@ -389,12 +364,11 @@ export class Worker {
     const graceMs = this.opts.shutdownGraceMs ?? DEFAULTS.shutdownGraceMs;
     log.info({ running: this.slots.running().length, graceMs }, 'worker stopping: no new claims');
     await Promise.all([this.claimer.stop(), this.maintenance.stop(), this.scheduler?.stop()]);
-    clearInterval(this.bufferTimer);
-    clearInterval(this.heldTimer);
+    this.buffer.stop();
     // Off the list before the grace period: nothing new comes to this worker.
     await this.registry.stop();
     // Jobs that never started go back at once; only running ones get the grace period.
-    await this.returnBuffered(0, 'shutdown');
+    await this.buffer.returnAll(0, 'shutdown');
     if (!(await this.slots.whenIdle(graceMs))) {
       const leases = this.slots.running().map((a) => a.lease);
       for (const l of leases) this.slots.abandon(l, new ShutdownError(this.id));
@@ -420,5 +394,3 @@ export function withSessionSetting(url: string, name: string, value: string): st
   u.searchParams.set('options', `${options ? `${options} ` : ''}-c ${name}=${value}`);
   return u.toString();
 }
-
-const outcome = (a: ActiveJob) => ({ lease: a.lease, kind: a.job.kind, maxAttempts: a.job.maxAttempts });

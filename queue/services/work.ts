@@ -1,15 +1,16 @@
 // Working: claim, lease renewal, progress, outcomes and release. Every write is fenced on id,
 // attempt, worker and status, so a worker that lost a job writes nothing for it.
 import { ValidationError } from '../errors.ts';
-import { toJob, type Job } from '../job.ts';
-import { claimJobs, nextRunAt } from '../sql/claim.ts';
+import { byId, toJob, type Job } from '../job.ts';
+import { ClaimedJob, type ClaimedRow } from '../claimed.ts';
+import { claimJobs, nextRunAt, type ClaimParams } from '../sql/claim.ts';
 import { claimLimited, lockQueueSettings, rateFreeAt } from '../sql/claim-limited.ts';
 import { completeJobs, failJobs, releaseJobs, renewLeases, reportProgress } from '../sql/lease.ts';
 import { heldQueueSettings, startGate } from '../sql/settings.ts';
 import { countedQueues, passWakeBarriers } from '../sql/wake.ts';
 import { JOBS_CHANNEL, wakeTarget } from '../channels.ts';
 import { DEFAULTS } from '../defaults.ts';
-import type { Executor } from '../sql/statement.ts';
+import type { Executor, Result, Statement } from '../sql/statement.ts';
 import type { Db } from './db.ts';
 import { toSettings, type QueueSettings } from './settings.ts';
 
@@ -54,9 +55,12 @@ export function toErrorInfo(err: unknown): ErrorInfo {
   return { message: String(typeof err === 'string' ? err : JSON.stringify(err) ?? err).slice(0, MAX_MESSAGE) };
 }
 
-const byPriority = (a: Job, b: Job) => b.priority - a.priority || Number(BigInt(a.id) - BigInt(b.id));
+/** Claim order: priority, then id (a claim's RETURNING has no order). */
+const byPriority = (a: { priority: number; id: string }, b: { priority: number; id: string }) => b.priority - a.priority || byId(a, b);
 
 function lost(sent: Lease[], returned: { id: string }[]): string[] {
+  // Each returned row is a distinct job of the batch: as many as sent means none was lost.
+  if (returned.length === sent.length) return [];
   const kept = new Set(returned.map((r) => r.id));
   return sent.filter((s) => !kept.has(s.id)).map((s) => s.id);
 }
@@ -81,12 +85,12 @@ export class WorkService {
   }
 
   async claim(req: ClaimRequest, db: Executor = this.db.pool): Promise<Job[]> {
-    const queues = req.queues?.length ? req.queues : null;
-    const { rows } = await this.db.run(claimJobs, [
-      queues, req.capabilities ?? [], req.limit, req.worker, req.ownerLock ?? null, req.leaseMs ?? this.db.leaseMs,
-      req.kinds ?? null,
-    ], db);
-    return rows.map(toJob).sort(byPriority);
+    return (await this.db.run(claimJobs.rows, claimParams(queuesOf(req), req, this.db.leaseMs), db)).rows.map(toJob).sort(byPriority);
+  }
+
+  /** The claim as a worker makes it: jobs to run (the whole Job is built when a handler reads it). */
+  async claimToRun(req: ClaimRequest, db: Executor = this.db.pool): Promise<ClaimedJob[]> {
+    return claimed(await this.db.run(claimJobs.claimed, claimParams(queuesOf(req), req, this.db.leaseMs), db), req.worker);
   }
 
   /**
@@ -96,8 +100,8 @@ export class WorkService {
    * still follows it. `barrier`: what passQueueBarriers would have returned, or its error (the
    * claim ran all the same: its jobs are ours).
    */
-  async claimAfterBarriers(queues: string[], req: ClaimRequest): Promise<{ jobs: Job[]; barrier: boolean | Error }> {
-    if (queues.length === 0) return { jobs: await this.claim(req), barrier: true };
+  async claimAfterBarriers(queues: string[], req: ClaimRequest): Promise<{ jobs: ClaimedJob[]; barrier: boolean | Error }> {
+    if (queues.length === 0) return { jobs: await this.claimToRun(req), barrier: true };
     const client = await this.db.pool.connect();
     let broken: Error | undefined;
     try {
@@ -106,7 +110,7 @@ export class WorkService {
       // Without pipelining, the claim must not be queued behind a barrier that failed.
       const early = (client as { pipeline?: boolean }).pipeline ? undefined : await passing;
       if (early instanceof Error) return { jobs: [], barrier: early };
-      const jobs = await this.claim(req, client).catch((err: Error) => Promise.reject((broken = err)));
+      const jobs = await this.claimToRun(req, client).catch((err: Error) => Promise.reject((broken = err)));
       return { jobs, barrier: await passing };
     } finally {
       // As pool.query does: a connection that failed a statement is not reused.
@@ -119,22 +123,32 @@ export class WorkService {
    * settings row, so claims of this queue take turns and each sees the slots the last one took
    * (sql/claim-limited.ts). `retryAt`: when a full rate window next lets a job start.
    */
-  async claimLimited(queue: string, req: Omit<ClaimRequest, 'queues'>): Promise<{ jobs: Job[]; retryAt: Date | null }> {
+  claimLimited(queue: string, req: Omit<ClaimRequest, 'queues'>): Promise<{ jobs: Job[]; retryAt: Date | null }> {
+    return this.limited(queue, req, claimLimited.rows, (r) => r.rows.map(toJob).sort(byPriority));
+  }
+
+  /** claimLimited as a worker makes it (see claimToRun). */
+  claimLimitedToRun(queue: string, req: Omit<ClaimRequest, 'queues'>): Promise<{ jobs: ClaimedJob[]; retryAt: Date | null }> {
+    return this.limited(queue, req, claimLimited.claimed, (r) => claimed(r, req.worker));
+  }
+
+  private limited<Row, J>(
+    queue: string,
+    req: Omit<ClaimRequest, 'queues'>,
+    st: Statement<ClaimParams<string>, Row>,
+    jobs: (r: Result<Row>) => J[],
+  ): Promise<{ jobs: J[]; retryAt: Date | null }> {
     const { db } = this;
     return db.transaction(async (c) => {
       const locked = await db.run(lockQueueSettings, [queue], c);
       if (locked.rows.length === 0) return { jobs: [], retryAt: null };
-      const { rows } = await db.run(
-        claimLimited,
-        [queue, req.capabilities ?? [], req.limit, req.worker, req.ownerLock ?? null, req.leaseMs ?? db.leaseMs, req.kinds ?? null],
-        c,
-      );
+      const r = await db.run(st, claimParams(queue, req, db.leaseMs), c);
       let retryAt: Date | null = null;
-      if (rows.length < req.limit) {
+      if (r.rows.length < req.limit) {
         const free = await db.run(rateFreeAt, [queue], c);
         if (free.rows[0]?.at_ms != null) retryAt = new Date(free.rows[0].at_ms);
       }
-      return { jobs: rows.map(toJob).sort(byPriority), retryAt };
+      return { jobs: jobs(r), retryAt };
     });
   }
 
@@ -179,12 +193,15 @@ export class WorkService {
   }
 
   /** Marks jobs succeeded; returns the ids whose lease was lost (nothing was written for them). */
-  async complete(worker: string, done: (Lease & { result: unknown })[]): Promise<string[]> {
-    if (done.length === 0) return [];
-    const { rows } = await this.db.run(completeJobs, [
-      done.map((d) => d.id), done.map((d) => d.attempt), worker, done.map((d) => JSON.stringify(d.result ?? null)),
-    ]);
-    return lost(done, rows);
+  complete(worker: string, done: (Lease & { result: unknown })[]): Promise<string[]> {
+    return this.completeJson(worker, done, done.map((d) => JSON.stringify(d.result ?? null)));
+  }
+
+  /** complete(), each result given as its JSON text (`results[i]` is `leases[i]`'s). */
+  async completeJson(worker: string, leases: Lease[], results: string[]): Promise<string[]> {
+    if (leases.length === 0) return [];
+    const { rows } = await this.db.run(completeJobs, [leases.map((l) => l.id), leases.map((l) => l.attempt), worker, results]);
+    return lost(leases, rows);
   }
 
   /**
@@ -211,6 +228,17 @@ export class WorkService {
     const { rows } = await this.db.run(releaseJobs, [leases.map((l) => l.id), leases.map((l) => l.attempt), worker]);
     return lost(leases, rows);
   }
+}
+
+/** A claim's parameters: `scope` is the worker's queues (NULL = all) or claimLimited's queue. */
+function claimParams<Scope>(scope: Scope, req: Omit<ClaimRequest, 'queues'>, leaseMs: number): ClaimParams<Scope> {
+  return [scope, req.capabilities ?? [], req.limit, req.worker, req.ownerLock ?? null, req.leaseMs ?? leaseMs, req.kinds ?? null];
+}
+
+const queuesOf = (req: ClaimRequest) => (req.queues?.length ? req.queues : null);
+
+function claimed(r: Result<ClaimedRow>, worker: string): ClaimedJob[] {
+  return r.rows.map((row) => new ClaimedJob(row, worker)).sort(byPriority);
 }
 
 /** A progress report's percent is 0..100 (the database's check says the same). */

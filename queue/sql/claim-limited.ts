@@ -1,6 +1,5 @@
-import type { JobRow } from './rows.ts';
 import { statement } from './statement.ts';
-import { TAKE_PICKED, runnable, type ClaimParams } from './claim.ts';
+import { claimStatements, runnable, takePicked, type ClaimParams } from './claim.ts';
 
 // The claim of ONE queue that has settings (paused, concurrency, groupConcurrency, rateLimit).
 // Such claims take turns: the caller's transaction first locks the queue's settings row
@@ -14,9 +13,9 @@ export const lockQueueSettings = statement<[queue: string], { queue: string }>(
   `SELECT queue FROM herald.queues WHERE queue = $1 FOR UPDATE`,
 );
 
-export const claimLimited = statement<ClaimParams<string>, JobRow>(
+export const claimLimited = claimStatements<ClaimParams<string>>(
   'claim_limited',
-  `
+  (returning) => `
 WITH s AS (
   SELECT * FROM herald.queues WHERE queue = $1 AND NOT paused
 ),
@@ -69,7 +68,7 @@ picked AS (
   LIMIT (SELECT n FROM budget)
 ),
 claimed AS (
-${TAKE_PICKED}
+${takePicked(returning)}
 ),
 recorded AS (
   INSERT INTO herald.queue_starts (queue, at)

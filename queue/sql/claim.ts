@@ -1,3 +1,4 @@
+import { CLAIMED_PARSERS, CLAIMED_RETURNING, type ClaimedRow } from '../claimed.ts';
 import type { JobRow } from './rows.ts';
 import { leaseFromNow, statement } from './statement.ts';
 
@@ -22,8 +23,11 @@ export const runnable = (t: string) => `${t}.status = 'queued'
     AND ($7::text[] IS NULL OR ${t}.kind = ANY($7::text[]))
     AND (${t}.expire_at IS NULL OR ${t}.expire_at > now())`;
 
-/** Starts the jobs of CTE `picked` for worker $4. The start is stamped after any lock the claim waited for. */
-export const TAKE_PICKED = `UPDATE herald.jobs j
+/**
+ * Starts the jobs of CTE `picked` for worker $4, returning `returning`. The start is stamped after
+ * any lock the claim waited for.
+ */
+export const takePicked = (returning: string) => `UPDATE herald.jobs j
 SET status = 'running',
     attempt = j.attempt + 1,
     locked_by = $4,
@@ -32,7 +36,18 @@ SET status = 'running',
     lease_expires_at = ${leaseFromNow('$6', 'statement_timestamp()')},
     progress = NULL
 WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING j.*`;
+RETURNING ${returning}`;
+
+/**
+ * A claim statement in both shapes: whole rows (Queue.claim, the API) and the worker's rows
+ * (ClaimedJob: fewer columns, as arrays, timestamps unparsed).
+ */
+export function claimStatements<Params extends readonly unknown[]>(name: string, sql: (returning: string) => string) {
+  return {
+    rows: statement<Params, JobRow>(name, sql('j.*')),
+    claimed: statement<Params, ClaimedRow>(`${name}_run`, sql(CLAIMED_RETURNING), { rowMode: 'array', parsers: CLAIMED_PARSERS }),
+  };
+}
 
 // THE claim: up to $3 runnable jobs in priority order, skipping rows other workers hold,
 // restricted to the worker's queues ($1, NULL = all), to the kinds it has tasks for ($7,
@@ -47,7 +62,7 @@ RETURNING j.*`;
 // The picked rows are then updated by primary key (`id = ANY(ARRAY(...))`): joined to `picked`
 // instead, the planner estimates 500 index lookups dearer than reading the whole table, and
 // hashed a sequential scan of every row (8 of 23 ms at 30k rows, growing with the table).
-// (`runnable` and TAKE_PICKED above are written that way.)
+// (`runnable` and takePicked above are written that way.)
 //
 // Queues that are paused or have a limit are left to claim-limited.ts. Their list is read from
 // the gate row FOR SHARE: a locked read returns the newest committed version, and a settings
@@ -58,9 +73,9 @@ RETURNING j.*`;
 // matched no row, and the planner would sort every queued row instead of walking the index.
 // Written as NOT (... = ANY), its default estimate keeps nearly every row.
 // A job past its expireAt never starts, whether or not the expiry pass has reached it yet.
-export const claimJobs = statement<ClaimParams<string[] | null>, JobRow>(
+export const claimJobs = claimStatements<ClaimParams<string[] | null>>(
   'claim',
-  `
+  (returning) => `
 WITH gate AS MATERIALIZED (
   SELECT held FROM herald.queue_gate WHERE id = 1 FOR SHARE
 ),
@@ -74,7 +89,7 @@ picked AS (
   LIMIT $3
   FOR UPDATE SKIP LOCKED
 )
-${TAKE_PICKED}`,
+${takePicked(returning)}`,
 );
 
 // When the next scheduled job of these queues becomes runnable, so an idle worker sleeps until then.

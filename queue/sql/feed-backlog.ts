@@ -42,6 +42,11 @@ WITH ${freshHorizonCte},
 held AS (
   SELECT h FROM horizon
   WHERE EXISTS (SELECT 1 FROM newest_event n WHERE (n.tx, n.id) > ($1::xid8, $2::bigint) AND n.tx >= horizon.h)
+    -- The snapshot comes first and the look at other databases after it: a transaction of another
+    -- database that ended in between is not known as theirs, and would be named here with no
+    -- session. One that has ended holds nothing back any more. (The horizon may be the
+    -- snapshot's xmax, an id not yet given out, which pg_xact_status refuses.)
+    AND CASE WHEN horizon.h < pg_snapshot_xmax(pg_current_snapshot()) THEN pg_xact_status(horizon.h) = 'in progress' END
 )
 SELECT held.h::text AS xid, s.pid, s.application_name, s.state, s.xact_start, s.query_start, s.gid,
        (extract(epoch FROM now() - s.xact_start) * 1000)::float8 AS age_ms

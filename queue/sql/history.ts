@@ -1,6 +1,7 @@
 // Queue history: per-minute rollups of the event feed into herald.queue_stats.
 import { HISTORY_KEY, LOCK_NAMESPACE } from '../locks.ts';
 import { statement } from './statement.ts';
+import { freshHorizonCte } from './horizon.ts';
 
 /** One rollup at a time, whatever the number of processes running it; false = another has it. */
 export const lockHistory = statement<[], { locked: boolean }>('history_lock', `SELECT pg_try_advisory_xact_lock(${LOCK_NAMESPACE}, ${HISTORY_KEY}) AS locked`);
@@ -20,7 +21,8 @@ const minuteOf = (col: string) => `date_bin('1 minute', ${col}, timestamptz '200
 export const rollupEvents = statement<[limit: number], { n: number }>(
   'history_rollup',
   `
-WITH cur AS (
+WITH ${freshHorizonCte},
+cur AS (
   SELECT tx, event_id FROM herald.stats_cursor WHERE id = 1
 ),
 ev AS (
@@ -28,7 +30,9 @@ ev AS (
   FROM herald.job_events e, cur
   WHERE (e.tx, e.id) > (cur.tx, cur.event_id)
     AND e.tx >= (SELECT c.tx FROM cur c) -- implied: skips the event partitions below the cursor
-    AND e.tx < pg_snapshot_xmin(pg_current_snapshot())
+    -- The feed's horizon, not the cluster's xmin: another database's long transaction holds
+    -- no minute of this one back.
+    AND e.tx < (SELECT h FROM horizon)
   ORDER BY e.tx, e.id
   LIMIT $1
 ),

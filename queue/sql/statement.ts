@@ -4,7 +4,7 @@
 //
 //   export const getThing = statement<[id: string], { id: string; name: string }>('get_thing', `SELECT ...`);
 //   const { rows } = await runner.run(pool, getThing, [id]);
-import type pg from 'pg';
+import pg from 'pg';
 
 export interface Statement<Params extends readonly unknown[], Row> {
   /** node-postgres prepares a named statement once per connection and reuses the plan. */
@@ -16,12 +16,20 @@ export interface Statement<Params extends readonly unknown[], Row> {
    * cannot use the index the given filter needs.
    */
   readonly prepare?: false;
+  /** 'array': each row an array in column order (no per-row object keyed by column). */
+  readonly rowMode?: 'array';
+  /** Type parsers for this statement's columns instead of node-postgres's defaults. */
+  readonly parsers?: pg.CustomTypesConfig;
   /** Type-level only (never set): carries Params and Row to the call site. */
   readonly types?: { params: Params; row: Row };
 }
 
 /** Row = never: a statement whose rows nobody reads (only rowCount). */
-export function statement<Params extends readonly unknown[], Row = never>(name: string, text: string, opts: { prepare?: false } = {}): Statement<Params, Row> {
+export function statement<Params extends readonly unknown[], Row = never>(
+  name: string,
+  text: string,
+  opts: Pick<Statement<Params, Row>, 'prepare' | 'rowMode' | 'parsers'> = {},
+): Statement<Params, Row> {
   return { name: `herald_${name}`, text: text.trim(), ...opts };
 }
 
@@ -53,21 +61,38 @@ export interface Result<Row> {
  * (pgbouncer < 1.21 in transaction mode) hands each statement to any server connection, where
  * our prepared statement may not exist (26000) or already exist (42P05). Neither error ran
  * anything, so the runner falls back to unnamed statements for good and retries.
+ *
+ * A migration that changes a column's type (an upgrade while this process runs) leaves each
+ * statement prepared before it failing for good on its connection: "cached plan must not change
+ * result type" (0A000). The runner then retires every name it prepared, so each connection
+ * prepares the statements anew, and retries on the pool. In a transaction the error stands: the
+ * transaction is aborted, and the caller's next try gets the new names.
  */
 export class StatementRunner {
   private prepared = true;
+  private generation = 0;
 
   async run<Params extends readonly unknown[], Row>(db: Executor, st: Statement<Params, Row>, values: Params): Promise<Result<Row>> {
-    const config: pg.QueryConfig = { text: st.text, values: values as unknown as unknown[] };
+    const config: pg.QueryConfig & { rowMode?: 'array' } = { text: st.text, values: values as unknown as unknown[], rowMode: st.rowMode, types: st.parsers };
     if (!this.prepared || st.prepare === false) return toResult(await db.query(config));
+    const generation = this.generation;
     try {
-      return toResult(await db.query({ ...config, name: st.name }));
+      return toResult(await db.query({ ...config, name: this.nameOf(st, generation) }));
     } catch (err) {
       const code = (err as { code?: string }).code;
+      if (code === '0A000' && /cached plan must not change result type/.test((err as Error).message)) {
+        if (this.generation === generation) this.generation++;
+        if (!(db instanceof pg.Pool)) throw err;
+        return toResult(await db.query({ ...config, name: this.nameOf(st, this.generation) }));
+      }
       if (code !== '26000' && code !== '42P05') throw err;
       this.prepared = false;
       return toResult(await db.query(config));
     }
+  }
+
+  private nameOf(st: Statement<readonly unknown[], unknown>, generation: number): string {
+    return generation === 0 ? st.name : `${st.name}.${generation}`;
   }
 }
 

@@ -101,22 +101,41 @@ export class Fanout {
   private readonly subscribers = new SubscriberIndex();
   private readonly watchers = new Map<string, Set<(e: JobEvent) => void>>();
   private readonly observers: ((events: JobEvent[]) => void)[] = [];
+  private readonly listenHooks: (() => void)[] = [];
 
   get size(): number {
     return this.subscribers.size;
   }
 
+  /** A stream or a `?wait` follows events as they come (observers alone do not: they can wait). */
+  get listening(): boolean {
+    return this.subscribers.size > 0 || this.watchers.size > 0;
+  }
+
+  /** Calls fn when the first stream or `?wait` starts to follow events. */
+  onListening(fn: () => void): void {
+    this.listenHooks.push(fn);
+  }
+
+  private startedListening(was: boolean): void {
+    if (!was) for (const fn of this.listenHooks) fn();
+  }
+
   /** Adds a stream subscriber; returns its unsubscribe. */
   subscribe(s: Subscriber): () => void {
+    const was = this.listening;
     this.subscribers.add(s);
+    this.startedListening(was);
     return () => this.subscribers.delete(s);
   }
 
   /** Calls fn for every event of one job (for `?wait`); returns the unsubscribe. */
   watchJob(jobId: string, fn: (e: JobEvent) => void): () => void {
+    const was = this.listening;
     let set = this.watchers.get(jobId);
     if (!set) this.watchers.set(jobId, (set = new Set()));
     set.add(fn);
+    this.startedListening(was);
     return () => {
       set.delete(fn);
       if (set.size === 0 && this.watchers.get(jobId) === set) this.watchers.delete(jobId);

@@ -42,6 +42,8 @@ export class EventHub {
   readonly tailer: Tailer;
   readonly listener: Listener;
   readonly sessions = new Set<StreamSession>();
+  /** Streams waiting for the idle tailer to catch up before they subscribe (they count toward the cap). */
+  private opening = 0;
   /** Sessions dropped for being too slow, since start. */
   droppedClients = 0;
   private readonly limits: SessionLimits;
@@ -75,6 +77,18 @@ export class EventHub {
    * synchronous step, so the replay's end (`target`) and the first buffered live event meet exactly.
    */
   async open(reply: FastifyReply, filter: StreamFilter, after: Cursor | null): Promise<void> {
+    // While no stream was open the tailer read only on its safety timer: bring it up to date
+    // first, or this stream's buffer would start with everything since.
+    if (!this.fanout.listening) {
+      // Counted meanwhile, so that streams opening together cannot pass the cap.
+      this.opening++;
+      try {
+        await this.tailer.caughtUp();
+      } finally {
+        this.opening--;
+      }
+      if (!reply.sse.isConnected) return;
+    }
     const session = new StreamSession(reply, filter, this.limits, this.flusher, () => this.droppedClients++, this.opts.logger);
     const target = this.tailer.position;
     const unsubscribe = this.fanout.subscribe(session);
@@ -119,7 +133,7 @@ export class EventHub {
 
   /** Another stream would pass the cap (HERALD_MAX_STREAMS). */
   full(): boolean {
-    return this.sessions.size >= (this.opts.maxStreams ?? DEFAULTS.maxStreams);
+    return this.sessions.size + this.opening >= (this.opts.maxStreams ?? DEFAULTS.maxStreams);
   }
 
   lagMs(): number | null {

@@ -44,7 +44,9 @@ it('passes the events barrier on the next read when passing it failed (the notif
     // The first pass fails as a dropped connection would; the database answers the others.
     passEventsBarrier: () => (++passes === 1 ? Promise.reject(new Error('connection lost')) : db.queue.passEventsBarrier()),
   });
-  const tailer = new Tailer(feed, new Fanout(), { safetyMs: 60_000 });
+  const fanout = new Fanout();
+  fanout.subscribe({ filter: {}, deliver: () => {} }); // a follower: ticks start reads
+  const tailer = new Tailer(feed, fanout, { safetyMs: 60_000 });
   await tailer.start();
   tailer.wake(true);
   await tailer['idle'];
@@ -55,3 +57,30 @@ it('passes the events barrier on the next read when passing it failed (the notif
   expect(tailer.dbUp).toBe(true);
   await tailer.stop();
 });
+
+it('idle while nothing follows the fan-out: ticks start no read; the first follower gets what came meanwhile', async () => {
+  let reads = 0;
+  const feed = Object.assign(Object.create(db.queue) as typeof db.queue, {
+    feed: (...args: Parameters<typeof db.queue.feed>) => (reads++, db.queue.feed(...args)),
+  });
+  const fanout = new Fanout();
+  const tailer = new Tailer(feed, fanout, { safetyMs: 60_000 });
+  await tailer.start();
+  const { job } = await db.queue.enqueue({ kind: 'unwatched' });
+  tailer.wake(true);
+  tailer.wake(true);
+  expect(reads).toBe(0);
+
+  // The follower's arrival wakes the tailer for the ticks it let pass.
+  const got: StreamMessage[] = [];
+  fanout.subscribe({ filter: {}, deliver: (m) => got.push(...m) });
+  await tailer['idle'];
+  expect(reads).toBe(1);
+  await waitFor(async () => {
+    await tailer.caughtUp();
+    return got.some((m) => m.event.jobId === job.id);
+  }, { what: 'the event enqueued while idle' });
+  expect(got.map((m) => m.event.jobId)).toEqual([job.id]);
+  await tailer.stop();
+});
+

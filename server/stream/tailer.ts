@@ -3,6 +3,8 @@
 // and publishes each page to the in-memory fan-out. It reads when the NOTIFY tick on
 // herald_events says there is something new, and on a short safety timer in case a tick was
 // lost (listener down, pooler). A read goes page by page until it is caught up.
+// While no stream or `?wait` follows the fan-out it is idle: ticks start no read, only the safety
+// timer does (metrics and alerts lose nothing, they only hear later). The first follower wakes it.
 import type { Logger } from 'pino';
 import type { FeedService } from '../../queue/services/feed.ts';
 import { formatCursor, parseCursor, type Cursor } from '../../queue/cursor.ts';
@@ -29,6 +31,11 @@ export class Tailer {
   caughtUpAt: number | null = null;
 
   private running = false;
+  /** A tick came while idle, after the last read began: the first follower wakes the tailer for it. */
+  private missedTick = false;
+  /** Reads begun so far; `caughtUp` waits for one begun after its call. */
+  private reads = 0;
+  private readonly readWaiters: { after: number; resolve: () => void }[] = [];
   /** A notification came: the next read first waits for its sender's skipping companions. */
   private barrierDue = false;
   private again = false;
@@ -54,6 +61,9 @@ export class Tailer {
     this.safetyMs = opts.safetyMs ?? 250;
     this.busyGapMs = opts.busyGapMs ?? 5;
     this.pageSize = opts.pageSize ?? 1000;
+    fanout.onListening(() => {
+      if (this.missedTick) this.wake(true);
+    });
   }
 
   /** Starts at the current head: what happened before is for replays, read from the database. */
@@ -77,7 +87,14 @@ export class Tailer {
    */
   wake(notified = false): void {
     if (this.stopped) return;
-    if (notified) this.barrierDue = true;
+    if (notified) {
+      // Idle, the tick is only remembered: the safety read needs no barrier, a follower's first read does.
+      if (!this.fanout.listening) {
+        this.missedTick = true;
+        return;
+      }
+      this.barrierDue = true;
+    }
     if (this.running) {
       this.again = true;
       return;
@@ -93,9 +110,24 @@ export class Tailer {
     this.idle = this.drain();
   }
 
+  /**
+   * Resolves once a read begun after this call has ended (caught up or failed). An idle tailer is
+   * up to a safety interval behind: a stream that starts then waits for this, so its live buffer
+   * does not begin with that backlog.
+   */
+  caughtUp(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    const done = new Promise<void>((resolve) => this.readWaiters.push({ after: this.reads, resolve }));
+    if (this.missedTick) this.barrierDue = true;
+    this.wake();
+    return done;
+  }
+
   private async drain(): Promise<void> {
     this.running = true;
     this.again = false;
+    this.missedTick = false;
+    const read = ++this.reads;
     this.lastReadAt = Date.now();
     let found = 0;
     try {
@@ -131,6 +163,7 @@ export class Tailer {
     } finally {
       this.lastReadFound = found > 0;
       this.running = false;
+      this.settleWaiters(read);
     }
     if (this.again) this.wake();
   }
@@ -153,10 +186,22 @@ export class Tailer {
       this.stuck.since = Date.now();
       if (await this.feed.learnOtherDatabases()) this.retryDelay = 0;
     }
+    // Idle, the safety timer's read is soon enough.
+    if (!this.fanout.listening) return;
     this.retryDelay = Math.min(this.safetyMs, Math.max(1, this.retryDelay * 2));
     clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => this.wake(), this.retryDelay);
     this.retryTimer.unref();
+  }
+
+  private settleWaiters(read: number): void {
+    for (let i = this.readWaiters.length - 1; i >= 0; i--) {
+      const w = this.readWaiters[i];
+      if (w.after < read) {
+        this.readWaiters.splice(i, 1);
+        w.resolve();
+      }
+    }
   }
 
   get cursor(): string {
@@ -169,5 +214,6 @@ export class Tailer {
     clearTimeout(this.retryTimer);
     clearTimeout(this.gapTimer);
     await this.idle?.catch(() => {});
+    this.settleWaiters(Infinity);
   }
 }

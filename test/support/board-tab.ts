@@ -37,6 +37,7 @@ export interface Job {
   kind: string;
   status: string;
   attempt: number;
+  progress: { percent: number; message: string | null } | null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -140,5 +141,36 @@ export async function shot(page: Page, name: string, opts: { fullPage?: boolean 
 export function expectCleanTab(tab: Tab) {
   expect(tab.errors, 'uncaught exceptions and console warnings in the page').toEqual([]);
   expect(tab.dialogs, 'dialogs opened by the page').toEqual([]);
+}
+
+/** The event ids this page's EventSource has received, from Chromium's own network log. */
+export async function streamLog(page: Page): Promise<{ ids: Set<string>; stop(): Promise<void> }> {
+  const ids = new Set<string>();
+  const cdp = await page.context().newCDPSession(page);
+  cdp.on('Network.eventSourceMessageReceived', ({ data }) => {
+    const e = data ? (JSON.parse(data) as { eventId?: string | number; id?: string | number }) : {};
+    ids.add(String(e.eventId ?? e.id));
+  });
+  await cdp.send('Network.enable');
+  return { ids, stop: () => cdp.detach() };
+}
+
+/**
+ * Requests whose URL `match`es are answered by the server at once, but the page gets each answer
+ * only after release() (later ones at once): a reply older than what the stream has brought by
+ * then. `read` settles once the first answer is in.
+ */
+export async function holdReplies(page: Page, match: (url: URL) => boolean): Promise<{ read: Promise<void>; release(): void }> {
+  let answered!: () => void;
+  const read = new Promise<void>((r) => (answered = r));
+  let open!: () => void;
+  const released = new Promise<void>((r) => (open = r));
+  await page.route(match, async (route) => {
+    const response = await route.fetch();
+    answered();
+    await released;
+    await route.fulfill({ response });
+  });
+  return { read, release: open };
 }
 

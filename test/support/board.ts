@@ -4,9 +4,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { buildBoard } from '../../server/board.ts';
 import { startServer } from '../system/support.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
-import { spawnHerald, type HeraldProcess } from './herald-process.ts';
+import { alive, spawnHerald, type HeraldProcess } from './herald-process.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CHROMIUM = process.env.HERALD_CHROMIUM ?? '/usr/bin/chromium';
@@ -15,22 +16,53 @@ const CHROMIUM = process.env.HERALD_CHROMIUM ?? '/usr/bin/chromium';
 function newestSource(dir = path.join(ROOT, 'web')): number {
   let newest = 0;
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    if (entry.name === 'dist' || entry.name === 'node_modules' || entry.name.startsWith('.')) continue;
+    if (entry.name === 'dist' || entry.name.startsWith('dist.') || entry.name === 'node_modules' || entry.name.startsWith('.')) continue;
     const p = path.join(dir, entry.name);
     newest = Math.max(newest, entry.isDirectory() ? newestSource(p) : fs.statSync(p).mtimeMs);
   }
   return newest;
 }
 
+/** Runs `fn` holding a lock directory shared by the test processes; one left by a dead process is broken. */
+async function withLockDir<T>(dir: string, fn: () => Promise<T>): Promise<T> {
+  for (;;) {
+    try {
+      fs.mkdirSync(dir);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    let owner = 0;
+    try {
+      owner = Number(fs.readFileSync(path.join(dir, 'pid'), 'utf8'));
+    } catch {
+      // Just made, its pid not yet written: wait.
+    }
+    if (owner && !alive(owner)) fs.rmSync(dir, { recursive: true, force: true });
+    else await new Promise((r) => setTimeout(r, 200));
+  }
+  fs.writeFileSync(path.join(dir, 'pid'), String(process.pid));
+  try {
+    return await fn();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /**
  * The server serves web/dist. Build it when it is missing (as `herald start` does), and also when
  * it is older than its sources: a stale build would test yesterday's board.
+ * Board files run side by side: one builds while the others wait on the lock, then find the build
+ * fresh (and buildBoard swaps a build in whole, so another file's server never serves half of one).
  */
 async function ensureFreshBoard(): Promise<void> {
-  const index = path.join(ROOT, 'web', 'dist', 'index.html');
-  if (fs.existsSync(index) && fs.statSync(index).mtimeMs >= newestSource()) return;
-  const { build } = await import('vite');
-  await build({ configFile: path.join(ROOT, 'web', 'vite.config.ts'), logLevel: 'warn' });
+  const dist = path.join(ROOT, 'web', 'dist');
+  const index = path.join(dist, 'index.html');
+  const fresh = () => fs.existsSync(index) && fs.statSync(index).mtimeMs >= newestSource();
+  if (fresh()) return;
+  await withLockDir(path.join(ROOT, 'web', '.dist-lock'), async () => {
+    if (!fresh()) await buildBoard(dist);
+  });
 }
 
 /** Headless Debian Chromium (no browser download). */

@@ -45,6 +45,17 @@ function testDatabase(opts: TestDatabaseOptions): TestDatabase & { create(): Pro
   };
 }
 
+/** Lets new sessions into a test database, or shuts them out (open ones stay); an outage's stand-in. */
+export async function allowConnections(db: TestDatabase, allow: boolean): Promise<void> {
+  const c = new pg.Client({ connectionString: inject('pgAdminUrl') });
+  await c.connect();
+  try {
+    await c.query(`ALTER DATABASE ${db.name} WITH ALLOW_CONNECTIONS ${allow}`);
+  } finally {
+    await c.end();
+  }
+}
+
 export async function createTestDatabase(opts: TestDatabaseOptions = {}): Promise<TestDatabase> {
   const db = testDatabase(opts);
   await db.create();

@@ -102,3 +102,13 @@ export const spawnHerald = (args: string[], env: Record<string, string | undefin
 
 /** A command as a user types it in the repository (`npm start`), leading a process group of its own. */
 export const spawnCommand = (command: string[], env: Record<string, string | undefined>) => new HeraldProcess(command, env, true);
+
+/** Whether a process lives (signal 0 only checks). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -4,6 +4,8 @@ CREATE OR REPLACE FUNCTION herald.job_events_after_insert()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
+  -- Recorded already (a jobs INSERT names it first): a plain expression, no query.
+  IF 'herald_events' = ANY (nullif(current_setting('herald.wake_targets', true), '')::text[]) THEN RETURN NULL; END IF;
   IF EXISTS (SELECT 1 FROM new_events) THEN
     PERFORM herald.wake_at_commit('{herald_events}');
   END IF;

@@ -4,33 +4,62 @@ CREATE OR REPLACE FUNCTION herald.jobs_after_insert()
  LANGUAGE plpgsql
 AS $function$
 DECLARE
+  inserted bigint;
   woken bigint;
 BEGIN
-  -- Runnable now: woken at commit, coalesced. Scheduled only: its time, sent as before (a worker
-  -- sets a timer from it).
+  SELECT count(*) INTO inserted FROM new_jobs;
+  IF inserted = 0 THEN RETURN NULL; END IF;
+  -- One job (the usual enqueue): the same writes and wake-up in one statement with no grouping or
+  -- sorting. The wake-up is recorded first (the main query runs before the inserts), so the
+  -- events' trigger finds herald_events recorded.
+  IF inserted = 1 THEN
+    WITH e AS (
+      INSERT INTO herald.job_events (job_id, queue, kind, type, status, attempt, worker, data, flow_id)
+      SELECT n.id, n.queue, n.kind, 'enqueued', n.status, n.attempt, NULL,
+             jsonb_build_object('priority', n.priority, 'runAt', herald.iso_utc(n.available_at), 'maxAttempts', n.max_attempts), n.flow_id
+      FROM new_jobs n
+    ),
+    c AS (
+      INSERT INTO herald.job_counts AS c (queue, status, minute, stripe, n)
+      SELECT n.queue, n.status, herald.job_count_minute(n.status, n.available_at), 1 + pg_backend_pid() % 1024, 1
+      FROM new_jobs n
+      ON CONFLICT (queue, status, minute, stripe) DO UPDATE SET n = c.n + excluded.n
+    )
+    SELECT herald.wake_at_commit(CASE WHEN n.status = 'queued' AND n.available_at <= now()
+                                      THEN ARRAY['herald_events', 'herald_jobs ' || n.queue] ELSE '{herald_events}' END)
+           + CASE WHEN n.status = 'queued' AND n.available_at > now()
+                  THEN num_nonnulls(pg_notify('herald_jobs', n.queue || ' ' || ceil(extract(epoch FROM n.available_at) * 1000)::bigint)) ELSE 0 END
+    INTO woken
+    FROM new_jobs n;
+    RETURN NULL;
+  END IF;
+
+  -- Many: runnable queues woken at commit, coalesced; scheduled only: its time, sent as before (a
+  -- worker sets a timer from it). Events in id order, counts grouped.
   WITH q AS (
     SELECT n.queue, bool_or(n.available_at <= now()) AS runnable, min(n.available_at) AS next_at
     FROM new_jobs n
     WHERE n.status = 'queued'
     GROUP BY n.queue
+  ),
+  e AS (
+    INSERT INTO herald.job_events (job_id, queue, kind, type, status, attempt, worker, data, flow_id)
+    SELECT n.id, n.queue, n.kind, 'enqueued', n.status, n.attempt, NULL,
+           jsonb_build_object('priority', n.priority, 'runAt', herald.iso_utc(n.available_at), 'maxAttempts', n.max_attempts), n.flow_id
+    FROM new_jobs n
+    ORDER BY n.id
+  ),
+  c AS (
+    INSERT INTO herald.job_counts AS c (queue, status, minute, stripe, n)
+    SELECT n.queue, n.status, herald.job_count_minute(n.status, n.available_at), 1 + pg_backend_pid() % 1024, count(*)
+    FROM new_jobs n
+    GROUP BY 1, 2, 3
+    ORDER BY 1, 2, 3
+    ON CONFLICT (queue, status, minute, stripe) DO UPDATE SET n = c.n + excluded.n
   )
-  SELECT herald.wake_at_commit(ARRAY(SELECT 'herald_events' WHERE EXISTS (SELECT 1 FROM new_jobs))
-                               || ARRAY(SELECT 'herald_jobs ' || q.queue FROM q WHERE q.runnable))
+  SELECT herald.wake_at_commit(ARRAY['herald_events'] || ARRAY(SELECT 'herald_jobs ' || q.queue FROM q WHERE q.runnable))
          + (SELECT count(pg_notify('herald_jobs', q.queue || ' ' || ceil(extract(epoch FROM q.next_at) * 1000)::bigint))
             FROM q WHERE NOT q.runnable)
   INTO woken;
-
-  INSERT INTO herald.job_events (job_id, queue, kind, type, status, attempt, worker, data, flow_id)
-  SELECT n.id, n.queue, n.kind, 'enqueued', n.status, n.attempt, NULL,
-         jsonb_build_object('priority', n.priority, 'runAt', herald.iso_utc(n.available_at), 'maxAttempts', n.max_attempts), n.flow_id
-  FROM new_jobs n
-  ORDER BY n.id;
-
-  INSERT INTO herald.job_counts AS c (queue, status, minute, stripe, n)
-  SELECT n.queue, n.status, herald.job_count_minute(n.status, n.available_at), 1 + pg_backend_pid() % 1024, count(*)
-  FROM new_jobs n
-  GROUP BY 1, 2, 3
-  ORDER BY 1, 2, 3
-  ON CONFLICT (queue, status, minute, stripe) DO UPDATE SET n = c.n + excluded.n;
   RETURN NULL;
 END $function$

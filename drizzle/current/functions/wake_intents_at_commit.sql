@@ -25,7 +25,8 @@ BEGIN
   END IF;
   FOREACH t IN ARRAY targets LOOP
     IF pg_try_advisory_xact_lock(herald.wake_key(t, 2)) THEN
-      PERFORM pg_notify(split_part(t, ' ', 1), substr(t, length(split_part(t, ' ', 1)) + 2));
+      -- An assignment, not PERFORM: a plain expression, no query.
+      done := pg_notify(split_part(t, ' ', 1), substr(t, length(split_part(t, ' ', 1)) + 2))::text;
     END IF;
   END LOOP;
   -- By its place (a TID scan); a row of an older definition may lack it: by its tx.
