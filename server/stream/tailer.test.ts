@@ -1,5 +1,6 @@
 // The tailer reads through Queue, so it keeps working on a connection a transaction pooler hands
 // out, where a statement of the same name may already exist (42P05) or be missing (26000).
+import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../test/support/db.ts';
 import { Fanout, type StreamMessage } from './fanout.ts';
@@ -84,3 +85,43 @@ it('idle while nothing follows the fan-out: ticks start no read; the first follo
   await tailer.stop();
 });
 
+it('retries soon after each new hold: reads that move on but end held back do not stretch the retry toward the safety read', async () => {
+  // Two sessions of this database take turns holding the horizon, which the tailer cannot learn
+  // away. Each round commits the older holder, so the tailer moves on, and enqueues above the
+  // newer, so its read ends held again: as under load, when every read meets another database's
+  // new transaction. A retry delay kept across rounds would double 17 times, past the 60 s safety
+  // read, and the last event would wait for that read, with no tick to come. (Other databases'
+  // transactions are still learned; only "a new one was found", which also shortens the retry,
+  // is never reported, as on a quiet cluster.)
+  const feed = Object.assign(Object.create(db.queue) as typeof db.queue, {
+    learnOtherDatabases: async () => (await db.queue.learnOtherDatabases(), false),
+  });
+  const holders = [new pg.Client({ connectionString: db.url }), new pg.Client({ connectionString: db.url })];
+  await Promise.all(holders.map((h) => h.connect()));
+  const open = (h: pg.Client) => h.query('BEGIN; SELECT pg_current_xact_id()');
+  const fanout = new Fanout();
+  const got: StreamMessage[] = [];
+  fanout.subscribe({ filter: {}, deliver: (m) => got.push(...m) }); // a follower: held reads retry
+  const tailer = new Tailer(feed, fanout, { safetyMs: 60_000 });
+  try {
+    await tailer.start();
+    let held = holders[0];
+    await open(held);
+    let last = (await db.queue.enqueue({ kind: 'held' })).job.id;
+    for (let round = 1; round <= 17; round++) {
+      const next = holders[round % 2];
+      await open(next);
+      await held.query('COMMIT');
+      last = (await db.queue.enqueue({ kind: 'held' })).job.id;
+      tailer.wake();
+      await tailer['idle'];
+      held = next;
+    }
+    await held.query('COMMIT');
+    // No tick for the last event: only the tailer's own retry reads it before the safety read.
+    await waitFor(() => got.some((m) => m.event.jobId === last), { what: 'the last event, from a retry', timeoutMs: 30_000 });
+  } finally {
+    await tailer.stop();
+    await Promise.all(holders.map((h) => h.end()));
+  }
+});

@@ -181,8 +181,14 @@ export class Tailer {
       return;
     }
     const at = this.cursor;
-    if (this.stuck?.at !== at) this.stuck = { at, since: Date.now() };
-    else if (Date.now() - this.stuck.since >= LEARN_AFTER_MS) {
+    if (this.stuck?.at !== at) {
+      // Moved on since the last hold: a new hold, so retries start short again. Under load every
+      // read can end held (another database's new transaction the list does not know yet); a
+      // delay kept from read to read would double each time and leave the last tick's events
+      // waiting for the safety read.
+      this.stuck = { at, since: Date.now() };
+      this.retryDelay = 0;
+    } else if (Date.now() - this.stuck.since >= LEARN_AFTER_MS) {
       this.stuck.since = Date.now();
       if (await this.feed.learnOtherDatabases()) this.retryDelay = 0;
     }
