@@ -6,17 +6,19 @@
 // A job that holds the worker's only slot until the test lets it go makes the order certain: no
 // buffered job can start before the test frees the slot, which it does after the PATCH returned.
 // `started` records each handler as it starts: a buffered start writes no event of its own.
-import { afterEach, beforeEach, expect, it } from 'vitest';
+import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { allowConnections, useTestDatabase } from './support/db.ts';
 import { sessionPid, terminateSession } from './support/sessions.ts';
 import { waitFor } from './support/wait.ts';
 import { Worker } from '../worker/worker.ts';
+import { Pace } from '../worker/pace.ts';
 import type { Job } from '../queue/job.ts';
 
 const db = useTestDatabase({}, { truncate: ['herald.jobs', 'herald.job_events'] });
 afterEach(async () => {
   unblock(); // a failed test may have left the slot taken
   await worker?.stop();
+  vi.restoreAllMocks();
 });
 
 /** No poll within a test's time: only a notification (or the start check) can act. */
@@ -31,6 +33,10 @@ beforeEach(async () => {
   started = [];
   worker = undefined;
   blocked = new Promise<void>((r) => (unblock = r));
+  // A fixed pace of two jobs per horizon: a measured one falls to zero after an idle 200 ms, and
+  // a stall that long under load (between the quick job's end and the next claim) would leave x
+  // in the database.
+  vi.spyOn(Pace.prototype, 'within').mockReturnValue(2);
 });
 
 /** One slot; everything claimable goes into the buffer and stays there until the test is done. */
@@ -57,8 +63,9 @@ function startWorker(opts: { listen: boolean; pollMs: number; reapEveryMs?: numb
 }
 
 /**
- * Enqueues, in claim order: a quick job (its finish gives the worker a pace, so its next claim
- * takes everything ahead), a job that holds the only slot, and `x`, which then waits in the buffer.
+ * Enqueues, in claim order: a quick job (a full first claim, so the worker knows the queue has a
+ * backlog and its next claim takes two ahead), a job that holds the only slot, and `x`, which then
+ * waits in the buffer.
  */
 async function bufferX(w: Worker, x: { expireAt?: string } = {}): Promise<{ block: Job; x: Job }> {
   const made = await db.queue.enqueueMany([
