@@ -95,12 +95,15 @@ describe('chaos', () => {
       };
       const remaining = async () =>
         (await query<{ n: number }>(`SELECT count(*)::int AS n FROM herald.jobs WHERE status NOT IN ('succeeded', 'failed', 'cancelled')`)).rows[0].n;
+      // Right after a restart or a kill every listener may still be on its way back (reconnect
+      // backoff, a worker booting): the cut waits until there is one to cut.
       const cutListeners = async () => {
-        const { rows } = await query<{ cut: boolean }>(
-          `SELECT pg_terminate_backend(pid) AS cut FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'herald%listen%'`,
-        );
-        const cut = rows.filter((r) => r.cut).length;
-        expect(cut, 'listener connections terminated by one cut').toBeGreaterThan(0);
+        const cut = await waitFor(async () => {
+          const { rows } = await query<{ cut: boolean }>(
+            `SELECT pg_terminate_backend(pid) AS cut FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'herald%listen%'`,
+          );
+          return rows.filter((r) => r.cut).length;
+        }, { what: 'a listener connection to cut', everyMs: 100 });
         listenerCuts += cut;
       };
       const startTime = async () => (await query<{ t: Date }>('SELECT pg_postmaster_start_time() AS t')).rows[0].t.getTime();
