@@ -67,6 +67,9 @@ describe('catching up after connecting', () => {
 });
 
 describe('poll-only mode', () => {
+  // Its timeout is longer than its steps' own waits (a start, a 2 s probe, a database dropped, a
+  // job, a log line): on a loaded machine a stalled step fails with its own message and the
+  // worker's last lines, not with the test's timeout. CI once saw the latter, with nothing to go by.
   it('warns once that it cannot LISTEN, and runs jobs by polling', async () => {
     // The "direct" session is another database, so the NOTIFY probe sent through the query pool
     // never reaches it: exactly what a transaction pooler does. (A closed port would not do:
@@ -84,5 +87,5 @@ describe('poll-only mode', () => {
     await succeeded(job.id, 'the polled job');
     expect(await db.queue.get(job.id)).toMatchObject({ result: { polled: true }, lockedBy: null });
     await w.waitForLog((l) => l.msg === 'claim' && l.reason === 'poll' && l.claimed === 1);
-  });
+  }, 150_000);
 });
