@@ -3,8 +3,7 @@
 --
 -- Every trigger here fires once per STATEMENT, reading transition tables, never per row:
 -- a claim of 500 jobs is one INSERT ... SELECT into job_events and at most one NOTIFY per
--- queue (a transaction that sent a NOTIFY commits under one database-wide lock, so every
--- extra notifying commit queues behind the others).
+-- queue (DESIGN.md point 1: NOTIFY serialises commits on a database-wide lock).
 --
 -- Channels:
 --   herald_jobs    payload 'QUEUE'          the queue gained work that is runnable now
