@@ -7,22 +7,16 @@
 // so it is the one to compare schema or SQL variants by.
 import fs from 'node:fs';
 import pg from 'pg';
-import { createPool, withDatabase } from '../queue/database.ts';
+import { createPool } from '../queue/database.ts';
 import { migrate } from '../queue/migrate.ts';
 import { Queue } from '../queue/queue.ts';
-import { benchDbName } from './peers/harness.ts';
+import { freshBenchDatabase } from './peers/harness.ts';
 
 const JOBS = Number(process.env.BENCH_CORE_JOBS ?? 10_000);
 const BATCH = Number(process.env.BENCH_CORE_BATCH ?? 500);
 const base = process.argv[2] ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
-const admin = new pg.Client({ connectionString: base });
-await admin.connect();
-const name = benchDbName('core_loop');
-await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-await admin.query(`CREATE DATABASE ${name}`);
-await admin.end();
-const url = withDatabase(base, name);
+const url = await freshBenchDatabase(base, 'core_loop');
 await migrate(url);
 // HERALD_CORE_LOOP_SQL: a schema variant to try (an experiment aid, e.g. dropping an index).
 if (process.env.HERALD_CORE_LOOP_SQL) {

@@ -13,9 +13,8 @@
 // CPU is the backend's, read from /proc (PostgreSQL on this machine); WAL is per job.
 import fs from 'node:fs';
 import pg from 'pg';
-import { withDatabase } from '../queue/database.ts';
 import { migrate } from '../queue/migrate.ts';
-import { benchDbName } from './peers/harness.ts';
+import { dropBenchDatabase, freshBenchDatabase } from './peers/harness.ts';
 
 const JOBS = Number(process.env.BENCH_CORE_JOBS ?? 20_000);
 const BATCH = Number(process.env.BENCH_CORE_BATCH ?? 500);
@@ -31,12 +30,7 @@ interface Figures {
   completeWal: number;
 }
 
-const admin = new pg.Client({ connectionString: base });
-await admin.connect();
-const name = benchDbName('finished_table');
-await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-await admin.query(`CREATE DATABASE ${name}`);
-const url = withDatabase(base, name);
+const url = await freshBenchDatabase(base, 'finished_table');
 await migrate(url);
 const db = new pg.Client({ connectionString: url });
 await db.connect();
@@ -144,8 +138,7 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 await db.query('DROP TABLE IF EXISTS hot, finished');
 await db.end();
-await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-await admin.end();
+await dropBenchDatabase(base, 'finished_table');
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const rows = layouts.map((layout) => {

@@ -8,10 +8,9 @@
 //     as in bench/core-loop.ts.
 // Each phase starts after a CHECKPOINT, so the full-page images (FPI) are those of a first touch
 // after one; the record bytes do not depend on that.
-import pg from 'pg';
-import { createPool, withDatabase } from '../queue/database.ts';
+import { createPool } from '../queue/database.ts';
 import { Queue } from '../queue/queue.ts';
-import { benchDbName } from './peers/harness.ts';
+import { dropBenchDatabase, freshBenchDatabase } from './peers/harness.ts';
 import { setupProducers } from './producers.ts';
 
 const JOBS = Number(process.env.BENCH_CORE_JOBS ?? 10_000);
@@ -26,12 +25,7 @@ interface Share {
   fpi: number;
 }
 
-const admin = new pg.Client({ connectionString: base });
-await admin.connect();
-const name = benchDbName('wal_by_relation');
-await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-await admin.query(`CREATE DATABASE ${name}`);
-const url = withDatabase(base, name);
+const url = await freshBenchDatabase(base, 'wal_by_relation');
 await setupProducers(url);
 const pool = createPool(url, { max: 1 });
 const q = new Queue(pool);
@@ -97,5 +91,4 @@ print(`claim and completion, ${BATCH} at a time`, await walOf(JOBS, async () => 
 }));
 
 await pool.end();
-await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
-await admin.end();
+await dropBenchDatabase(base, 'wal_by_relation');

@@ -1,5 +1,6 @@
 // Measurement plumbing shared by every peer, so each is timed the same way.
 import pg from 'pg';
+import { withDatabase } from '../../queue/database.ts';
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/herald_bench';
 
@@ -39,6 +40,23 @@ export async function withClient<T>(databaseUrl: string, fn: (c: pg.Client) => P
   } finally {
     await client.end();
   }
+}
+
+/**
+ * Drops and recreates the bench database `benchDbName(what)` on the server of `baseUrl`, and
+ * returns its URL: each measurement starts from an empty database.
+ */
+export async function freshBenchDatabase(baseUrl: string, what: string): Promise<string> {
+  const name = benchDbName(what);
+  await withClient(baseUrl, async (c) => {
+    await c.query(`DROP DATABASE IF EXISTS ${c.escapeIdentifier(name)} WITH (FORCE)`);
+    await c.query(`CREATE DATABASE ${c.escapeIdentifier(name)}`);
+  });
+  return withDatabase(baseUrl, name);
+}
+
+export async function dropBenchDatabase(baseUrl: string, what: string): Promise<void> {
+  await withClient(baseUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${c.escapeIdentifier(benchDbName(what))} WITH (FORCE)`));
 }
 
 export async function dropSchema(databaseUrl: string, schema: string): Promise<void> {
