@@ -5,12 +5,11 @@
 // Besides jobs/s it prints the server backend's CPU time per job when PostgreSQL runs on this
 // machine (read from /proc): on a shared, busy machine that figure moves far less than wall time,
 // so it is the one to compare schema or SQL variants by.
-import fs from 'node:fs';
 import pg from 'pg';
 import { createPool } from '../queue/database.ts';
 import { migrate } from '../queue/migrate.ts';
 import { Queue } from '../queue/queue.ts';
-import { freshBenchDatabase } from './peers/harness.ts';
+import { freshBenchDatabase, processCpuUs } from './peers/harness.ts';
 
 const JOBS = Number(process.env.BENCH_CORE_JOBS ?? 10_000);
 const BATCH = Number(process.env.BENCH_CORE_BATCH ?? 500);
@@ -29,16 +28,7 @@ const pool = createPool(url, { max: 1 });
 const q = new Queue(pool);
 
 const backend = (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-/** CPU time of our backend in µs (utime + stime), or NaN when it is not a local process. */
-function backendCpuUs(): number {
-  try {
-    const fields = fs.readFileSync(`/proc/${backend}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS) * 1e6;
-  } catch {
-    return NaN;
-  }
-}
-const CLOCK_TICKS = 100;
+const backendCpuUs = () => processCpuUs(backend);
 const wal = async () => (await pool.query<{ lsn: string }>(`SELECT pg_current_wal_lsn()::text AS lsn`)).rows[0].lsn;
 const walBytes = async (from: string) => Number((await pool.query<{ d: string }>(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS d`, [from])).rows[0].d);
 

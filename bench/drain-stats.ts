@@ -4,7 +4,6 @@
 // into the core with their mean sizes (claims, completions, start checks, renewals).
 //   node bin/run-ts.js bench/drain-stats.ts [ROUNDS] [JOBS]   (BENCH_WORKER_ROOT: see below)
 // On a shared, busy machine wall time moves a lot; the per-job CPU and call counts do not.
-import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
@@ -13,7 +12,7 @@ import { migrate } from '../queue/migrate.ts';
 import { Queue } from '../queue/queue.ts';
 import type * as WorkModule from '../queue/services/work.ts';
 import type * as WorkerModule from '../worker/index.ts';
-import { benchDbName, CONCURRENCY, Countdown, untilZero } from './peers/harness.ts';
+import { benchDbName, CONCURRENCY, Countdown, processCpuUs, untilZero } from './peers/harness.ts';
 
 // BENCH_WORKER_ROOT: another revision's tree (e.g. `git archive main worker queue`), to A/B the runtime.
 const root = pathToFileURL(`${path.resolve(process.env.BENCH_WORKER_ROOT ?? path.join(import.meta.dirname, '..'))}/`);
@@ -22,7 +21,6 @@ const { startWorker } = (await import(new URL('worker/index.ts', root).href)) as
 const ROUNDS = Number(process.argv[2] ?? 1);
 const JOBS = Number(process.argv[3] ?? 20_000);
 const base = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const CLOCK_TICKS = 100;
 
 const calls = new Map<string, { n: number; items: number }>();
 type Method = 'claim' | 'complete' | 'fail' | 'startGate' | 'heartbeat' | 'claimLimited' | 'release' | 'nextRunAt';
@@ -55,15 +53,6 @@ count('nextRunAt', () => 0);
 function tuning(): { claimAheadMs?: number } {
   const ms = process.env.BENCH_HERALD_CLAIM_AHEAD_MS;
   return ms ? { claimAheadMs: Number(ms) } : {};
-}
-
-function cpuUs(pid: number): number {
-  try {
-    const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(f[11]) + Number(f[12])) / CLOCK_TICKS) * 1e6;
-  } catch {
-    return NaN;
-  }
 }
 
 async function round(): Promise<Record<string, number>> {
@@ -101,7 +90,7 @@ async function round(): Promise<Record<string, number>> {
   const ms = performance.now() - t0;
   clearInterval(sampler);
   await collect();
-  const server = [...pids].reduce((s, p) => s + (cpuUs(p) || 0), 0);
+  const server = [...pids].reduce((s, p) => s + (processCpuUs(p) || 0), 0);
   const node = process.cpuUsage(node0);
   await w.stop();
   // The bench's own polling commits count too (a few hundred); the untilZero loop adds some.

@@ -11,10 +11,9 @@
 //             The board and search list queued jobs by those, so this is an upper bound, not a
 //             layout Herald could ship.
 // CPU is the backend's, read from /proc (PostgreSQL on this machine); WAL is per job.
-import fs from 'node:fs';
 import pg from 'pg';
 import { migrate } from '../queue/migrate.ts';
-import { dropBenchDatabase, freshBenchDatabase } from './peers/harness.ts';
+import { dropBenchDatabase, freshBenchDatabase, processCpuUs } from './peers/harness.ts';
 
 const JOBS = Number(process.env.BENCH_CORE_JOBS ?? 20_000);
 const BATCH = Number(process.env.BENCH_CORE_BATCH ?? 500);
@@ -36,11 +35,7 @@ const db = new pg.Client({ connectionString: url });
 await db.connect();
 
 const pid = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-const CLOCK_TICKS = 100;
-function cpuUs(): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS) * 1e6;
-}
+const cpuUs = () => processCpuUs(pid);
 const lsn = async () => (await db.query<{ l: string }>('SELECT pg_current_wal_insert_lsn()::text AS l')).rows[0].l;
 const walSince = async (from: string) =>
   Number((await db.query<{ d: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1) AS d', [from])).rows[0].d);

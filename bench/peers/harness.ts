@@ -1,4 +1,5 @@
 // Measurement plumbing shared by every peer, so each is timed the same way.
+import fs from 'node:fs';
 import pg from 'pg';
 import { withDatabase } from '../../queue/database.ts';
 
@@ -28,6 +29,22 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
     if (found.rowCount === 0) await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`);
   } finally {
     await client.end();
+  }
+}
+
+/** Kernel clock ticks per second (USER_HZ), the unit of /proc/<pid>/stat's CPU times on Linux. */
+const CLOCK_TICKS = 100;
+
+/**
+ * CPU time (user + system) of process `pid` in µs, read from /proc, or NaN when it is not a local
+ * process (PostgreSQL on another machine). On a shared, busy machine it moves far less than wall time.
+ */
+export function processCpuUs(pid: number): number {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS) * 1e6;
+  } catch {
+    return NaN;
   }
 }
 
