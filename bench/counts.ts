@@ -9,8 +9,8 @@ import { pino } from 'pino';
 import pg from 'pg';
 import { migrate } from '../queue/migrate.ts';
 import { createServer } from '../server/index.ts';
+import { median } from './peers/harness.ts';
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const round1 = (x: number) => Math.round(x * 10) / 10;
 
 // Job i: queue q00…q99 (i % 100), kind k0…k6; its status from i / 100, so every queue holds

@@ -8,6 +8,7 @@ import { migrate } from '../queue/migrate.ts';
 import { Queue } from '../queue/queue.ts';
 import { withSessionSetting } from '../worker/worker.ts';
 import { seedBacklog } from './backlog.ts';
+import { median } from './peers/harness.ts';
 
 export const DEPTHS = [1_000, 100_000, 1_000_000];
 const CLAIM = 16;
@@ -15,7 +16,6 @@ const WARMUP = 8;
 const ROUNDS = 40;
 const WORKER = 'bench:depth:1';
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** Median ms of one claim of 16 + its completion, at `depth` queued and `depth` finished jobs. */
 export async function claimCost(databaseUrl: string, depth: number, say: (line: string) => void): Promise<number> {

@@ -7,12 +7,12 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { createPool, withDatabase } from '../queue/database.ts';
+import { createPool } from '../queue/database.ts';
 import { migrate } from '../queue/migrate.ts';
 import { Queue } from '../queue/queue.ts';
 import type * as WorkModule from '../queue/services/work.ts';
 import type * as WorkerModule from '../worker/index.ts';
-import { benchDbName, CONCURRENCY, Countdown, processCpuUs, untilZero } from './peers/harness.ts';
+import { benchDbName, CONCURRENCY, Countdown, freshBenchDatabase, processCpuUs, untilZero } from './peers/harness.ts';
 
 // BENCH_WORKER_ROOT: another revision's tree (e.g. `git archive main worker queue`), to A/B the runtime.
 const root = pathToFileURL(`${path.resolve(process.env.BENCH_WORKER_ROOT ?? path.join(import.meta.dirname, '..'))}/`);
@@ -57,11 +57,10 @@ function tuning(): { claimAheadMs?: number } {
 
 async function round(): Promise<Record<string, number>> {
   const name = benchDbName('drain_stats');
+  const url = await freshBenchDatabase(base, 'drain_stats');
+  // Reads pg_stat_activity and pg_stat_database for this database while the worker runs.
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = withDatabase(base, name);
   await migrate(url);
   const pool = createPool(url, { max: 1, applicationName: 'herald:bench-producer' });
   const queue = new Queue(pool);

@@ -13,7 +13,7 @@
 // CPU is the backend's, read from /proc (PostgreSQL on this machine); WAL is per job.
 import pg from 'pg';
 import { migrate } from '../queue/migrate.ts';
-import { dropBenchDatabase, freshBenchDatabase, processCpuUs } from './peers/harness.ts';
+import { dropBenchDatabase, freshBenchDatabase, median, processCpuUs, rotate } from './peers/harness.ts';
 
 const JOBS = Number(process.env.BENCH_CORE_JOBS ?? 20_000);
 const BATCH = Number(process.env.BENCH_CORE_BATCH ?? 500);
@@ -125,8 +125,7 @@ async function drain(layout: Layout): Promise<Figures> {
 const layouts: Layout[] = ['one', 'split', 'bound'];
 const runs = new Map<Layout, Figures[]>(layouts.map((l) => [l, []]));
 for (let round = 0; round < ROUNDS; round++) {
-  // Rotate the order so no layout always runs first.
-  for (const layout of [...layouts.slice(round % 3), ...layouts.slice(0, round % 3)]) {
+  for (const layout of rotate(layouts, round)) {
     await setUp(layout);
     runs.get(layout)!.push(await drain(layout));
   }
@@ -135,7 +134,6 @@ await db.query('DROP TABLE IF EXISTS hot, finished');
 await db.end();
 await dropBenchDatabase(base, 'finished_table');
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const rows = layouts.map((layout) => {
   const of = (k: keyof Figures) => median(runs.get(layout)!.map((f) => f[k]));
   return {

@@ -11,10 +11,9 @@ import { createPool } from '../queue/database.ts';
 import { migrate } from '../queue/migrate.ts';
 import { Queue } from '../queue/queue.ts';
 import { startWorker } from '../worker/index.ts';
-import { CONCURRENCY, withClient } from './peers/harness.ts';
+import { CONCURRENCY, median, withClient } from './peers/harness.ts';
 import { percentiles, type Percentiles } from './peers/stats.ts';
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const round1 = (x: number) => Math.round(x * 10) / 10;
 const round = (p: Percentiles) => ({ p50: round1(p.p50), p95: round1(p.p95), p99: round1(p.p99) });
 

@@ -23,7 +23,7 @@ import { searchBench } from './search.ts';
 import { countsBench } from './counts.ts';
 import { flowsBench } from './flows.ts';
 import { peers } from './peers/index.ts';
-import { benchDbName } from './peers/harness.ts';
+import { benchDbName, median, rotate } from './peers/harness.ts';
 import { DEPTHS, claimCost } from './depth.ts';
 import { httpBench, type HttpResult } from './http.ts';
 import { migrate } from '../queue/migrate.ts';
@@ -97,8 +97,6 @@ async function serverVersion(url: string): Promise<string> {
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const rotate = <T>(xs: T[], k: number) => xs.map((_, i) => xs[(i + k) % xs.length]);
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));

@@ -12,7 +12,7 @@
 // fails loudly rather than measuring something else. Alternating over BENCH_ROUNDS (5), medians.
 import fs from 'node:fs';
 import path from 'node:path';
-import { freshBenchDatabase, dropBenchDatabase, withClient } from './peers/harness.ts';
+import { dropBenchDatabase, freshBenchDatabase, median, rotate, withClient } from './peers/harness.ts';
 import { producerRate, setupProducers } from './producers.ts';
 
 const SESSIONS = Number(process.env.BENCH_PRODUCERS ?? 64);
@@ -50,10 +50,10 @@ const variants: Record<string, string[]> = {
 
 const url = await freshBenchDatabase(base, 'producer_parts');
 await setupProducers(url);
-const ratios = new Map<string, number[]>(Object.keys(variants).map((v) => [v, []]));
 const names = Object.keys(variants);
+const ratios = new Map<string, number[]>(names.map((v) => [v, []]));
 for (let round = 0; round < ROUNDS; round++) {
-  for (const name of [...names.slice(round % names.length), ...names.slice(0, round % names.length)]) {
+  for (const name of rotate(names, round)) {
     await withClient(url, async (c) => {
       for (const sql of variants[name]) await c.query(sql);
     });
@@ -64,6 +64,5 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 await dropBenchDatabase(base, 'producer_parts');
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(`${SESSIONS} producers, ${SECONDS} s a run, ${ROUNDS} rounds: inserts/s into herald.jobs ÷ into the plain table`);
 console.table(names.map((name) => ({ variant: name, median: +median(ratios.get(name)!).toFixed(2), runs: ratios.get(name)!.map((r) => r.toFixed(2)).join(' ') })));

@@ -48,6 +48,12 @@ export function processCpuUs(pid: number): number {
   }
 }
 
+/** The middle of `xs` (the upper middle of an even count): what every bench reports over its rounds. */
+export const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** `xs` started at index `k` (wrapping): round `k`'s order, so no runner or variant always goes first. */
+export const rotate = <T>(xs: readonly T[], k: number): T[] => xs.map((_, i) => xs[(i + k) % xs.length]);
+
 /** Runs `fn` on a short-lived client of its own (setup/teardown, never on the timed path). */
 export async function withClient<T>(databaseUrl: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: databaseUrl });
