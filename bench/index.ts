@@ -15,6 +15,8 @@
 // listings that match nothing, at 1M jobs in 100 queues (counts.ts).
 // `--producers`: 64 sessions inserting single jobs over SQL, herald.jobs against a table of the
 // same shape with no trigger (producers.ts).
+// `--durable`: steps, sleeps and signals against DBOS Transact (durable.ts).
+// `--replicas`: 1, 2 and 4 servers of 250 SSE clients, on the primary and on a standby (replicas.ts).
 import os from 'node:os';
 import pg from 'pg';
 import { openDatabase, withDatabase } from '../queue/database.ts';
@@ -30,6 +32,8 @@ import { migrate } from '../queue/migrate.ts';
 import { percentiles, type Percentiles } from './peers/stats.ts';
 import type { PeerRunner } from './peers/types.ts';
 import { sseLatency, sseTable } from './server-sse-latency.ts';
+import { durableBench, durableTable } from './durable.ts';
+import { replicasBench, replicasTable } from './replicas.ts';
 import { producerRate, setupProducers } from './producers.ts';
 
 /** The runners in --json order, in both tests. */
@@ -47,7 +51,7 @@ function envInt(name: string, fallback: number): number {
 
 function parseArgs(argv: string[]) {
   const args = {
-    json: false, depth: false, http: false, sse: false, search: false, producers: false, flows: false, counts: false,
+    json: false, depth: false, http: false, sse: false, search: false, producers: false, flows: false, counts: false, durable: false, replicas: false,
     rounds: 3, only: undefined as string[] | undefined, commits: [...COMMITS] as Commit[],
   };
   for (let i = 0; i < argv.length; i++) {
@@ -58,6 +62,8 @@ function parseArgs(argv: string[]) {
     else if (a === '--search') args.search = true;
     else if (a === '--flows') args.flows = true;
     else if (a === '--counts') args.counts = true;
+    else if (a === '--durable') args.durable = true;
+    else if (a === '--replicas') args.replicas = true;
     else if (a === '--rounds') args.rounds = Number(argv[++i]);
     else if (a === '--only') args.only = argv[++i].split(',');
     else if (a === '--sse') args.sse = true;
@@ -66,7 +72,7 @@ function parseArgs(argv: string[]) {
       const c = argv[++i];
       args.commits = c === 'both' ? [...COMMITS] : COMMITS.filter((x) => x === c);
       if (!args.commits.length) throw new Error('--commit must be sync, async or both');
-    } else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --http | --sse | --search | --producers | --flows | --counts | --rounds N --only herald,sql,... --commit sync|async|both]`);
+    } else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --http | --sse | --search | --producers | --flows | --counts | --durable | --replicas | --rounds N --only herald,sql,... --commit sync|async|both]`);
   }
   if (!Number.isInteger(args.rounds) || args.rounds < 1) throw new Error('--rounds must be a positive integer');
   return args;
@@ -101,6 +107,7 @@ async function serverVersion(url: string): Promise<string> {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   if (args.sse) return sse(args.json);
+  if (args.replicas) return replicas(args.json);
   const jobs = envInt('BENCH_JOBS', 20_000);
   const count = envInt('BENCH_LATENCY_COUNT', 300);
   const intervalMs = envInt('BENCH_LATENCY_INTERVAL_MS', 10);
@@ -108,9 +115,10 @@ async function main() {
 
   const db = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: process.env.HERALD_DATA_DIR || '.herald' });
   const adminUrl = withDatabase(db.url, 'postgres');
-  if (args.depth || args.http || args.search || args.producers || args.flows || args.counts) {
+  if (args.depth || args.http || args.search || args.producers || args.flows || args.counts || args.durable) {
     try {
       if (args.depth) await depthBench(adminUrl, args.json, say);
+      else if (args.durable) await durable(adminUrl, args.rounds, args.json, say);
       else if (args.producers) await producersBench(adminUrl, args.rounds, args.json, say);
       else if (args.http) await compareHttp(adminUrl, args.json, say);
       else if (args.flows) {
@@ -262,6 +270,33 @@ async function producersBench(adminUrl: string, rounds: number, json: boolean, s
   const plain = Math.round(median(rates.plain));
   process.stdout.write(`\n${sessions} producers, inserts/s: herald.jobs ${herald.toLocaleString('en-US')}, no trigger ${plain.toLocaleString('en-US')}, ratio ${(herald / plain).toFixed(2)}×\n`);
   if (json) process.stdout.write(`${JSON.stringify({ producers: { herald, plain, sessions } })}\n`);
+}
+
+async function durable(adminUrl: string, rounds: number, json: boolean, say: (line: string) => void): Promise<void> {
+  const sizes = {
+    jobs: envInt('BENCH_DURABLE_JOBS', 200), steps: envInt('BENCH_DURABLE_STEPS', 100), serialJobs: envInt('BENCH_DURABLE_SERIAL_JOBS', 5),
+    count: envInt('BENCH_DURABLE_COUNT', 100), replays: envInt('BENCH_DURABLE_REPLAYS', 10),
+  };
+  say(`Herald durable bench: PostgreSQL ${await serverVersion(adminUrl)}, ${os.cpus().length} cores, load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}, ${rounds} round(s)`);
+  const result = await durableBench((what) => freshDatabase(adminUrl, benchDbName(what)), sizes, rounds, say);
+  say(`  load at the end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  process.stdout.write(`\n${durableTable(result, sizes)}\n`);
+  if (json) process.stdout.write(`${JSON.stringify({ durable: result, rounds })}\n`);
+  for (const what of ['durable_herald', 'durable_dbos', 'durable_replay']) await dropDatabase(adminUrl, benchDbName(what));
+}
+
+// `--replicas`: a primary and a standby of its own (embedded), whatever DATABASE_URL says.
+async function replicas(json: boolean) {
+  const say = (line: string) => process.stderr.write(`${line}\n`);
+  const sizes = {
+    servers: (process.env.BENCH_REPLICA_SERVERS ?? '1,2,4').split(',').map(Number),
+    clients: envInt('BENCH_REPLICA_CLIENTS', 250), rate: envInt('BENCH_REPLICA_RATE', 20), seconds: envInt('BENCH_REPLICA_SECONDS', 10),
+  };
+  say(`Herald replicas bench: ${os.cpus().length} cores, load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  const rows = await replicasBench(sizes, say);
+  say(`  load at the end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  process.stdout.write(`\n${replicasTable(rows, sizes)}\n`);
+  if (json) process.stdout.write(`${JSON.stringify({ replicas: rows })}\n`);
 }
 
 async function dropDatabase(adminUrl: string, name: string): Promise<void> {

@@ -88,7 +88,7 @@ export async function searchBench(url: string, say: (line: string) => void): Pro
       latencyMs[name] = await timeMs(() => queue.list({ ...f, limit: 50 }));
       say(`  search ${name.padEnd(16)} ${latencyMs[name]} ms`);
     }
-    const dryRunMs = await timeMs(() => queue.countMatching({ queue: 'q3', payload: { customer: 4243 } }), 3);
+    const dryRunMs = await timeMs(() => queue.bulkDryRun('retry', { queue: 'q3', payload: { customer: 4243 } }), 3);
     say(`  bulk dry-run count (queue + payload, whole table) ${dryRunMs} ms`);
     await pool.query(GIN);
     await pool.query('ANALYZE herald.jobs');

@@ -52,8 +52,11 @@ function message<T>(child: ChildProcess, pick: (m: Record<string, unknown>) => T
   });
 }
 
-/** `n` live SSE connections to `url`, spread over `procs` client processes (sse-clients.ts). */
-export async function spawnClients(url: string, n: number, procs = 2): Promise<SseClients> {
+/**
+ * `n` live SSE connections to `url`, spread over `procs` client processes (sse-clients.ts);
+ * `first`: each client reports only the first frame of each job.
+ */
+export async function spawnClients(url: string, n: number, procs = 2, first = false): Promise<SseClients> {
   const counts = Array.from({ length: Math.min(procs, n) }, (_, i) => Math.floor(n / procs) + (i < n % procs ? 1 : 0));
   const children = counts.map(() =>
     spawn(process.execPath, [path.join(ROOT, 'bin', 'run-ts.js'), path.join(ROOT, 'bench', 'sse-clients.ts')], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
@@ -61,7 +64,7 @@ export async function spawnClients(url: string, n: number, procs = 2): Promise<S
   await Promise.all(
     children.map((c, i) => {
       const ready = message(c, (m) => (m.ready ? true : undefined));
-      c.send({ url, clients: counts[i] });
+      c.send({ url, clients: counts[i], first });
       return ready;
     }),
   );

@@ -3,7 +3,8 @@
 // socket with a hand-written GET: per chunk it finds the frames' job ids with indexOf, and the
 // arrival time is taken before that (process.hrtime, the system's monotonic clock, which the
 // parent process reads too). A parent drives it over IPC:
-//   → {url, clients}     ← {ready: true} once every stream has answered 200
+//   → {url, clients, first?}  ← {ready: true} once every stream has answered 200 (`first`: each
+//                        client reports only a job's first frame, its `enqueued` event)
 //   → {report: true}     ← {arrivals: [[jobId, ns], ...] since the last report, received: frames per client so far}
 //   → {close: true}      (the process ends its sockets and exits)
 import net from 'node:net';
@@ -11,6 +12,7 @@ import net from 'node:net';
 interface Start {
   url: string;
   clients: number;
+  first?: boolean;
 }
 
 const FRAME_END = Buffer.from('\n\n');
@@ -20,13 +22,14 @@ const arrivals: [string, string][] = [];
 const sockets: net.Socket[] = [];
 const received: number[] = [];
 
-function connect(url: URL, index: number): Promise<void> {
+function connect(url: URL, index: number, first: boolean): Promise<void> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(url.port), url.hostname);
     sockets.push(socket);
     received[index] = 0;
     let headers = true;
     let carry: Buffer | null = null;
+    const seen = first ? new Set<string>() : undefined;
     socket.setNoDelay(true);
     socket.on('connect', () => socket.write(`GET /api/events HTTP/1.1\r\nHost: ${url.host}\r\nAccept: text/event-stream\r\n\r\n`));
     socket.on('error', reject);
@@ -45,7 +48,10 @@ function connect(url: URL, index: number): Promise<void> {
       buf = buf.subarray(0, end + 2);
       for (let i = buf.indexOf(JOB_ID); i >= 0; i = buf.indexOf(JOB_ID, i + 1)) {
         const from = i + JOB_ID.length;
-        arrivals.push([buf.toString('latin1', from, buf.indexOf(34, from)), at]);
+        const id = buf.toString('latin1', from, buf.indexOf(34, from));
+        if (seen?.has(id)) continue;
+        seen?.add(id);
+        arrivals.push([id, at]);
         received[index]++;
       }
     });
@@ -59,7 +65,7 @@ process.on('message', (m: Partial<Start> & { report?: boolean; close?: boolean }
     void (async () => {
       // 50 at a time: a thousand connects at once would overflow the listen backlog.
       for (let i = 0; i < n; i += 50) {
-        await Promise.all(Array.from({ length: Math.min(50, n - i) }, (_, k) => connect(url, i + k)));
+        await Promise.all(Array.from({ length: Math.min(50, n - i) }, (_, k) => connect(url, i + k, m.first === true)));
       }
       process.send!({ ready: true });
     })().catch((err: Error) => process.send!({ error: err.message }));

@@ -20,6 +20,8 @@ export interface EnqueueOptions {
   requires?: string[];
   timeoutMs?: number | string;
   expireAt?: string;
+  dependsOn?: string[];
+  onParentFailure?: string;
 }
 
 /** An option value that is an integer becomes a number; anything else stays text for the schema to refuse. */
@@ -45,6 +47,11 @@ export function enqueueInputOf(kind: string, payloadText: string, opts: EnqueueO
     const message = validationMessage(validate.errors ?? [], 'body');
     // "priority must be …" reads "--priority must be …"; the kind is an argument, not an option.
     throw new InvalidArgumentError(message.replace(/^[a-z][A-Za-z]*/, (f) => (f === 'kind' ? f : `--${f.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`)));
+  }
+  // The API takes a past expireAt (the job expires at once, as it would a moment later); typed by
+  // hand, it is a mistake.
+  if (opts.expireAt !== undefined && Date.parse(opts.expireAt) <= Date.now()) {
+    throw new InvalidArgumentError(`--expire-at must be a time to come: ${opts.expireAt} has passed, and the job would expire at once`);
   }
   return input as unknown as EnqueueInput;
 }

@@ -17,6 +17,9 @@ export function onSignalAt(firstAt: number | undefined, now: number): 'drain' | 
   return now - firstAt < FORCE_EXIT_AFTER_MS ? 'ignore' : 'exit';
 }
 
+/** What a command needs of its process's life: to register what it starts, and to stop it all when done. */
+export type Life = Pick<ProcessLife, 'started' | 'stop'>;
+
 const EXIT_CODE: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
 
 export class ProcessLife {

@@ -4,7 +4,7 @@
 // The core only speaks @opentelemetry/api (queue/tracing.ts); this is the one place with an SDK,
 // and it is imported only when tracing is asked for, so a process without it loads none of it.
 import type { Logger } from 'pino';
-import type { ProcessLife } from './process-life.ts';
+import type { Life } from './process-life.ts';
 
 const PROTOCOLS = ['http/protobuf', 'http/json'] as const;
 
@@ -13,7 +13,7 @@ export const tracingWanted = (env: NodeJS.ProcessEnv = process.env): boolean =>
   !!(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
 
 /** Starts the SDK when asked for; it is shut down (spans flushed) after everything else stops. */
-export async function startTracing(life: ProcessLife, log: Logger, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+export async function startTracing(life: Life, log: Logger, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   if (!tracingWanted(env)) return;
   const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf';
   if (!(PROTOCOLS as readonly string[]).includes(protocol)) {

@@ -4,7 +4,7 @@
 import { context, propagation } from '@opentelemetry/api';
 import type { Job } from '../queue/job.ts';
 import type {
-  Actor, EnqueueInput as CoreEnqueueInput, JobPage, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo,
+  Actor, EnqueueInput as CoreEnqueueInput, JobPage, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, Step, WorkerInfo,
 } from '../queue/queue.ts';
 import type { HistoryBucket, HistoryRange } from '../queue/history.ts';
 import type { EventType, JobStatus } from '../queue/schema/index.ts';
@@ -20,7 +20,7 @@ import type { FlowDetail, FlowInfo, FlowStatus, Parent } from '../queue/services
 // The API's shapes are declared once, here and in the core; the board imports them as types.
 export type { Job, JobStatus, EventType, JobPage, JobFilter, HistoryBucket, HistoryRange, BulkAction };
 export type { Actor, QueueInfo, QueueSettingsPatch, Schedule, ScheduleInput, WorkerInfo, Health, ErrorCode, Alert };
-export type { FlowDetail, FlowInfo, FlowStatus };
+export type { FlowDetail, FlowInfo, FlowStatus, Step };
 export { EventStream, HeraldApiError };
 export type { ApiJobEvent, StreamEvent, StreamOptions } from './stream.ts';
 /** One job of POST /api/flows: an enqueue body with its ref and the refs it waits for. */
@@ -156,10 +156,10 @@ export class HeraldClient {
     return (await this.call<JobPage>('GET', `/api/jobs${qs ? `?${qs}` : ''}`, undefined, opts)).body;
   }
 
-  /** Retries, cancels or deletes every job the filter matches (admin). `affected` is absent on a dry run. */
-  async bulk(req: BulkRequest, opts: CallOptions = {}): Promise<{ matched: number; affected?: number }> {
+  /** Retries, cancels, deletes or redrives every job the filter matches (admin). A dry run's `affected` is what the action would change now. */
+  async bulk(req: BulkRequest, opts: CallOptions = {}): Promise<{ matched: number; affected: number }> {
     const filter = Object.fromEntries(Object.entries(req.filter).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v]));
-    return (await this.call<{ matched: number; affected?: number }>('POST', '/api/jobs/bulk', { ...req, filter }, opts)).body;
+    return (await this.call<{ matched: number; affected: number }>('POST', '/api/jobs/bulk', { ...req, filter }, opts)).body;
   }
 
   /** A queue's history: 1h in 1-minute buckets, 24h in 15-minute ones, 7d in hours. */
@@ -177,6 +177,15 @@ export class HeraldClient {
     return (await this.call<JobEventPage>('GET', `/api/jobs/${encodeURIComponent(id)}/events${qs ? `?${qs}` : ''}`, undefined, opts)).body;
   }
 
+  /** The newest events the stream has published (up to `limit`, of one `queue` if given), newest first. */
+  async recentEvents(filter: { limit?: number; queue?: string } = {}, opts: CallOptions = {}): Promise<ApiJobEvent[]> {
+    const q = new URLSearchParams();
+    if (filter.limit !== undefined) q.set('limit', String(filter.limit));
+    if (filter.queue !== undefined) q.set('queue', filter.queue);
+    const qs = q.toString();
+    return (await this.call<{ events: ApiJobEvent[] }>('GET', `/api/events/recent${qs ? `?${qs}` : ''}`, undefined, opts)).body.events;
+  }
+
   /** All of a job's events, oldest first (page by page). */
   async jobEvents(id: string, opts: CallOptions = {}): Promise<ApiJobEvent[]> {
     const all: ApiJobEvent[] = [];
@@ -192,8 +201,31 @@ export class HeraldClient {
     return (await this.call<Job>('POST', `/api/jobs/${encodeURIComponent(id)}/cancel`, undefined, opts)).body;
   }
 
+  /**
+   * Sends signal `name` to a job (producer): its handler's ctx.waitFor(name) returns `payload`. Kept
+   * until the job waits for it; `woken` says it was waiting and resumes now. A second signal of the
+   * name, or a job that has ended: HeraldApiError 409 HERALD_SIGNAL_SENT.
+   */
+  async signal(jobId: string, name: string, payload?: unknown, opts: CallOptions = {}): Promise<{ jobId: string; name: string; woken: boolean }> {
+    const path = `/api/jobs/${encodeURIComponent(jobId)}/signals/${encodeURIComponent(name)}`;
+    return (await this.call<{ jobId: string; name: string; woken: boolean }>('POST', path, payload === undefined ? {} : { payload }, opts)).body;
+  }
+
+  /** A durable job's stored steps, in the order they finished. */
+  async steps(jobId: string, opts: CallOptions = {}): Promise<Step[]> {
+    return (await this.call<{ steps: Step[] }>('GET', `/api/jobs/${encodeURIComponent(jobId)}/steps`, undefined, opts)).body.steps;
+  }
+
   async retry(id: string, opts: CallOptions = {}): Promise<Job> {
     return (await this.call<Job>('POST', `/api/jobs/${encodeURIComponent(id)}/retry`, undefined, opts)).body;
+  }
+
+  /**
+   * Makes a queued job that waits out its backoff or its runAt due now (admin). Any other job:
+   * HeraldApiError 409 HERALD_JOB_NOT_SCHEDULED, and nothing changes.
+   */
+  async runNow(id: string, opts: CallOptions = {}): Promise<Job> {
+    return (await this.call<Job>('POST', `/api/jobs/${encodeURIComponent(id)}/run-now`, undefined, opts)).body;
   }
 
   async queues(opts: CallOptions = {}): Promise<QueueCounts[]> {

@@ -5,7 +5,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../test/support/db.ts';
-import { lockWaitersReach } from '../test/support/lock-waiters.ts';
+import { lockWaitersReach, pidOf } from '../test/support/lock-waiters.ts';
 import { PARALLEL_BATCH } from './services/produce.ts';
 
 const db = useTestDatabase({}, { truncate: ['herald.jobs', 'herald.job_events'] });
@@ -17,12 +17,13 @@ async function statementsFor(more: number): Promise<number[]> {
   try {
     await holder.query('BEGIN');
     await holder.query('LOCK TABLE herald.job_events IN EXCLUSIVE MODE');
+    const held = await pidOf(holder);
     const first = db.queue.enqueue({ kind: 'first' });
-    await lockWaitersReach(db.pool, 1);
+    await lockWaitersReach(db.pool, { waiter: { app: 'herald' }, holder: held });
     const rest = Array.from({ length: more }, (_, i) => db.queue.enqueue({ kind: 'rest', payload: { i } }));
     // A statement of their own, if the calls started one, waits on the lock too.
     const parallel = more >= PARALLEL_BATCH ? 1 : 0;
-    await lockWaitersReach(db.pool, 1 + parallel);
+    await lockWaitersReach(db.pool, { waiter: { app: 'herald' }, holder: held, count: 1 + parallel });
     await holder.query('COMMIT');
     await Promise.all([first, ...rest]);
   } finally {

@@ -31,9 +31,47 @@ function list(name: string): string[] | undefined {
   return raw.split(',').map((s) => s.trim()).filter(Boolean);
 }
 
+/**
+ * Every variable Herald reads, its default and what it means: `herald --help` lists them, and
+ * test/environment.test.ts fails when the code reads one that is not here.
+ */
+export const ENVIRONMENT: [name: string, fallback: string | number | boolean, meaning: string][] = [
+  ['DATABASE_URL', 'unset: embedded PostgreSQL', 'the database'],
+  ['HERALD_DATA_DIR', DEFAULTS.dataDir, "the embedded PostgreSQL's data directory"],
+  ['HOST', DEFAULTS.host, 'where the server listens (--host)'],
+  ['PORT', DEFAULTS.port, 'the server port; 0 picks a free one (--port)'],
+  ['HERALD_TOKENS', 'unset: no auth, loopback only', 'role:token or role:label:token, comma-separated (viewer, producer, admin)'],
+  ['HERALD_CONCURRENCY', DEFAULTS.concurrency, 'job slots per worker (--concurrency)'],
+  ['HERALD_QUEUES', 'all but dead-letter queues', 'queues a worker takes, comma-separated (--queues)'],
+  ['HERALD_LOG_LEVEL', DEFAULTS.logLevel, 'pino level; debug shows every claim and completion'],
+  ['HERALD_LOG_FORMAT', DEFAULTS.logFormat, 'pretty, json, or auto (pretty on a terminal)'],
+  ['HERALD_LISTEN_URL', 'DATABASE_URL', 'a direct session for LISTEN when DATABASE_URL is a pooler'],
+  ['HERALD_READ_URL', 'unset: the server reads DATABASE_URL', "a streaming replica for the server's stream and the board's reads"],
+  ['HERALD_READ_MAX_LAG_MS', DEFAULTS.readMaxLagMs, 'past this lag (or down) the replica is not read'],
+  ['HERALD_LEASE_MS', DEFAULTS.leaseMs, 'job lease, renewed every third of it'],
+  ['HERALD_POLL_MS', DEFAULTS.pollMs, 'safety-net poll of an idle worker'],
+  ['HERALD_BACKOFF_BASE_MS', DEFAULTS.backoffBaseMs, 'retry backoff base'],
+  ['HERALD_BACKOFF_MAX_MS', DEFAULTS.backoffMaxMs, 'retry backoff cap'],
+  ['HERALD_RETENTION_MS', DEFAULTS.retentionMs, 'finished jobs older than this are deleted (0 keeps them)'],
+  ['HERALD_MAX_STREAMS', DEFAULTS.maxStreams, 'open event streams per server; past it 503 with Retry-After'],
+  ['HERALD_STREAM_PROCESSES', DEFAULTS.streamProcesses, 'processes `herald server` runs on its port, to spread SSE fan-out over cores'],
+  ['HERALD_SHUTDOWN_GRACE_MS', DEFAULTS.shutdownGraceMs, 'how long a stopping worker lets jobs finish'],
+  ['HERALD_LOCK_LOSS_GRACE_MS', DEFAULTS.lockLossGraceMs, 'how long a worker whose listener was cut has to renew its leases'],
+  ['HERALD_ASYNC_COMMIT', DEFAULTS.asyncCommit, "the worker's writes with synchronous_commit off: faster; a crash of PostgreSQL can lose the last outcomes"],
+  ['OTEL_EXPORTER_OTLP_ENDPOINT', 'unset: no tracing', 'send traces over OTLP to this collector (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)'],
+  ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'unset', 'the traces endpoint alone'],
+  ['OTEL_EXPORTER_OTLP_PROTOCOL', 'http/protobuf', 'http/protobuf or http/json (or OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)'],
+  ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL', 'the traces protocol alone'],
+  ['OTEL_SERVICE_NAME', 'herald', 'the service name on the traces'],
+];
+
+
+
 export interface HeraldConfig {
   databaseUrl?: string;
   listenUrl?: string;
+  readUrl?: string;
+  readMaxLagMs: number;
   dataDir: string;
   host: string;
   port: number;
@@ -48,6 +86,7 @@ export interface HeraldConfig {
   backoffMaxMs: number;
   retentionMs: number;
   shutdownGraceMs: number;
+  lockLossGraceMs: number;
   asyncCommit: boolean;
   maxStreams: number;
   streamProcesses: number;
@@ -57,6 +96,8 @@ export function loadConfig(): HeraldConfig {
   return {
     databaseUrl: process.env.DATABASE_URL || undefined,
     listenUrl: process.env.HERALD_LISTEN_URL || process.env.DATABASE_URL || undefined,
+    readUrl: process.env.HERALD_READ_URL || undefined,
+    readMaxLagMs: int('HERALD_READ_MAX_LAG_MS', DEFAULTS.readMaxLagMs, 0),
     dataDir: process.env.HERALD_DATA_DIR || DEFAULTS.dataDir,
     host: process.env.HOST || DEFAULTS.host,
     port: int('PORT', DEFAULTS.port),
@@ -72,6 +113,7 @@ export function loadConfig(): HeraldConfig {
     backoffMaxMs: int('HERALD_BACKOFF_MAX_MS', DEFAULTS.backoffMaxMs, 1),
     retentionMs: int('HERALD_RETENTION_MS', DEFAULTS.retentionMs, 0),
     shutdownGraceMs: int('HERALD_SHUTDOWN_GRACE_MS', DEFAULTS.shutdownGraceMs, 0),
+    lockLossGraceMs: int('HERALD_LOCK_LOSS_GRACE_MS', DEFAULTS.lockLossGraceMs, 100),
     asyncCommit: bool('HERALD_ASYNC_COMMIT', DEFAULTS.asyncCommit),
     maxStreams: int('HERALD_MAX_STREAMS', DEFAULTS.maxStreams, 1),
     streamProcesses: int('HERALD_STREAM_PROCESSES', DEFAULTS.streamProcesses, 1),

@@ -30,12 +30,18 @@ export function withDatabase(url: string, database: string): string {
 }
 
 /** A connection pool; a connection that dies (a restarted server) is logged or fails its next statement, never fatal. */
-export function createPool(url: string, opts: { max?: number; logger?: Logger; applicationName?: string; pipeline?: boolean } = {}): pg.Pool {
+export function createPool(
+  url: string,
+  opts: { max?: number; logger?: Logger; applicationName?: string; pipeline?: boolean; /** Give up connecting after this long (default: never). */ connectTimeoutMs?: number } = {},
+): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max: opts.max ?? 10,
     application_name: opts.applicationName ?? 'herald',
     idleTimeoutMillis: 30_000,
+    // TCP keepalive: an idle connection whose peer vanished is found and dropped by the kernel.
+    keepAlive: true,
+    connectionTimeoutMillis: opts.connectTimeoutMs,
     // A statement written while another runs on the connection is sent at once, not queued.
     pipeline: opts.pipeline,
   });

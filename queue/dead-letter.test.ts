@@ -29,8 +29,9 @@ describe('dead-letter setting', () => {
     // Another setting leaves it alone; null clears it.
     expect((await q.patchQueue('billing', { concurrency: 3 })).deadLetter).toBe('billing.dead');
     expect((await q.patchQueue('billing', { deadLetter: null })).deadLetter).toBeNull();
-    await expect(q.patchQueue('billing', { deadLetter: 'billing' })).rejects.toThrow(/^deadLetter must name another queue/);
-    await expect(q.patchQueue('billing', { deadLetter: 'no spaces' })).rejects.toThrow(/^deadLetter must name another queue/);
+    // Each rule in its own words: one message, one rule.
+    await expect(q.patchQueue('billing', { deadLetter: 'billing' })).rejects.toThrow(/^deadLetter must name another queue: queue billing cannot be its own dead-letter queue$/);
+    await expect(q.patchQueue('billing', { deadLetter: 'no spaces' })).rejects.toThrow(/^deadLetter must be 1-128 characters of \[A-Za-z0-9_.:-\], or null$/);
     expect((await q.counts('billing'))[0].deadLetter).toBeNull();
   });
 });
@@ -114,7 +115,7 @@ describe('the statements of a worker', () => {
       await c.query(`BEGIN; SET LOCAL track_functions = 'all'`);
       const { rows } = await c.query<{ id: string; attempt: number }>(claimJobs.rows.text, [['billing'], [], 3, W, null, 30_000, null]);
       const [a, b, d] = rows.sort((x, y) => Number(x.id) - Number(y.id));
-      await c.query(renewLeases.text, [[a.id, b.id, d.id], [1, 1, 1], W, 30_000]);
+      await c.query(renewLeases.text, [[a.id, b.id, d.id], [1, 1, 1], W, 30_000, null]);
       await c.query(completeJobs.text, [[a.id], [1], W, ['null']]);
       expect(await calls()).toMatchObject({ jobs_after_update: 3 });
       expect(await calls()).not.toHaveProperty('jobs_after_insert');

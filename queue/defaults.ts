@@ -51,12 +51,28 @@ export const DEFAULTS = {
    * jobs run again.
    */
   asyncCommit: false,
+  /**
+   * HERALD_READ_MAX_LAG_MS: a read replica further behind than this (or down) is not read; the
+   * server reads the primary until it has caught up again (docs/replicas.md).
+   */
+  readMaxLagMs: 5_000,
+  /** How often a server with a read replica measures its replay lag (and retries a replica that was down). */
+  replicaCheckMs: 1_000,
   /** On stop, how long running jobs may take to finish before they are handed back. */
   shutdownGraceMs: 30_000,
+  /**
+   * HERALD_LOCK_LOSS_GRACE_MS: how long a worker whose liveness lock vanished (its listener
+   * connection dropped) has to renew its leases before its jobs are taken for orphans and re-run.
+   * A SIGKILLed worker's jobs come back after about this plus REAP_EVERY_MS; a blip shorter than it
+   * is not a death. Every worker of a database should have the same.
+   */
+  lockLossGraceMs: 1_000,
   /** Jobs per page of a listing (GET /api/jobs, ReadService.list). */
   listLimit: 50,
   /** Events per page of a job's timeline (GET /api/jobs/:id/events; also its most). */
   eventsLimit: 1_000,
+  /** GET /api/events/recent: at most (and by default) this many, the Overview's live feed. */
+  recentEventsMax: 100,
   /** Jobs a search (group, tag, payload, error, time range) looks at per page, newest first. */
   searchWindow: 100_000,
   /** Jobs per transaction of a bulk action, so the stream and vacuum never wait on a long one. */
@@ -94,16 +110,50 @@ export const DEFAULTS = {
   timezone: 'UTC',
 } as const;
 
-/**
- * How long a worker whose liveness lock vanished (its listener connection dropped) has to
- * reconnect and renew its leases before its jobs are taken for orphans and re-run.
- */
-export const LOCK_LOSS_GRACE_MS = 1_000;
 /** How often each worker tries the reaper (one acts at a time): a SIGKILLed worker's jobs come back within ~2 s. */
 export const REAP_EVERY_MS = 500;
+/**
+ * A lease renewal that failed is tried again this soon, not a third of a lease later: after a
+ * blip, the jobs' leases may be down to the grace above.
+ */
+export const RENEW_RETRY_MS = 200;
+/**
+ * A renewal not answered by then is given up (its connection is dropped) and retried on another:
+ * one stuck on a dead socket must not hold back the ones after it.
+ */
+export const RENEW_TIMEOUT_MS = 2_000;
+/**
+ * A worker stops a handler (its signal fires) when no renewal has reached the database for this
+ * share short of the lease (or, after its listener was cut, of the grace): before the reaper can
+ * give the job to another worker, so two handlers of one job never run at once.
+ */
+export const LOCAL_DEADLINE_SHARE = 0.9;
+/**
+ * The listener retries a lost connection this often at first (a blip is over within the grace),
+ * then backs off, doubling, to LISTENER_RETRY_MAX_MS.
+ */
+export const LISTENER_RETRY_MS = 100;
+export const LISTENER_FAST_RETRIES = 10;
+export const LISTENER_RETRY_MAX_MS = 5_000;
+/** The listener checks its connection this often; a check not answered in as long drops it. */
+export const LISTENER_CHECK_MS = 5_000;
+/** A worker's connection attempt (listener or pool) that gets no answer for this long fails. */
+export const CONNECT_TIMEOUT_MS = 5_000;
+
+/** Largest result a durable step may store (its JSON text), and most records a job may hold. */
+export const MAX_STEP_RESULT_BYTES = 1024 * 1024;
+export const MAX_STEPS = 10_000;
+/** Where a wait without a timeout puts runAt (a signal or the invoked job's end brings it forward). */
+export const WAIT_FOREVER_MS = 100 * 365 * 24 * HOUR_MS;
 
 /** The most attempts a job may have (a database check; retry never goes past it). */
 export const MAX_ATTEMPTS_LIMIT = 1000;
+
+/**
+ * Most dependsOn entries (edges) one request may carry, over all its jobs: each parent's end
+ * touches its children, so the edges bound what one producer can make the database do.
+ */
+export const MAX_FLOW_EDGES = 10_000;
 
 /** Most tags a job may carry (a database check). */
 export const MAX_TAGS = 16;
@@ -113,8 +163,25 @@ export const MAX_REQUIRES = 32;
 export const MAX_NAME_LENGTH = 128;
 /** What such a name may be (the database's checks hold the pattern). */
 export const NAME_RULE = `1-${MAX_NAME_LENGTH} characters of [A-Za-z0-9_.:-]`;
+/**
+ * A flow's name is what a person writes ("order 42", "Rechnung Müller"): it never goes into a URL,
+ * a NOTIFY payload or a log key, so it is text, of the same length as a name.
+ */
+export const FLOW_NAME_RULE = `1-${MAX_NAME_LENGTH} characters, without control characters, neither starting nor ending with a space`;
+/** FLOW_NAME_RULE's characters as a regex that JavaScript (the HTTP schema) and PostgreSQL (the table's check) read alike. */
+export const FLOW_NAME_PATTERN = '^[^ \\x00-\\x1f\\x7f]([^\\x00-\\x1f\\x7f]*[^ \\x00-\\x1f\\x7f])?$';
 /** Longest attempt a job may ask for (timeoutMs): one day. */
 export const MAX_TIMEOUT_MS = 86_400_000;
+
+/**
+ * How much of a body over the limit the server reads and drops before its 413: a client still
+ * sending would otherwise meet a closed socket (EPIPE, a reset) instead of the reply. Past this,
+ * the 413 goes out at once.
+ */
+export const MAX_DRAINED_BODY = 16 * 1024 * 1024;
+
+/** The shortest token HERALD_TOKENS accepts: a shorter one can be guessed. */
+export const MIN_TOKEN_LENGTH = 16;
 
 /** How often a worker refreshes its registry row (last_seen_at). */
 export const WORKER_HEARTBEAT_MS = 2_000;
@@ -122,7 +189,7 @@ export const WORKER_HEARTBEAT_MS = 2_000;
 export const WORKER_STALE_MS = 5 * WORKER_HEARTBEAT_MS;
 
 /** What a bulk action can do to the jobs a filter matches (POST /api/jobs/bulk). */
-export const BULK_ACTIONS = ['retry', 'cancel', 'delete', 'redrive'] as const;
+export const BULK_ACTIONS = ['retry', 'cancel', 'delete', 'redrive', 'run_now'] as const;
 export type BulkAction = (typeof BULK_ACTIONS)[number];
 
 /** Bounds of the queue settings (PATCH /api/queues/:queue); the table's checks say the same. */
@@ -131,6 +198,12 @@ export const QUEUE_LIMITS = {
   rateCount: { min: 1, max: 100_000 },
   ratePeriodMs: { min: 100, max: 86_400_000 },
 } as const;
+
+/**
+ * How many ready jobs of a queue the stalled-queue check walks past when its oldest ones are jobs
+ * no live worker runs (queue heads): the cost of one read a second stays bounded.
+ */
+export const QUEUE_HEAD_LOOK_PAST = 1_000;
 
 /**
  * The alert thresholds: the server's own view (GET /api/alerts, the board's Health page) uses
@@ -142,13 +215,15 @@ export const ALERT_THRESHOLDS = {
   /** ...once at least this many failed in it (one failure of one job is not a trend). */
   failingMinJobs: 5,
   failingWindowMin: 10,
-  /** HeraldQueueStalled: a queue's oldest ready job has waited this long. */
+  /** HeraldQueueStalled: a queue's oldest ready job that a live worker runs has waited this long. */
   stalledSeconds: 300,
-  /** HeraldNoWorker: ready jobs this old and no live worker takes their queue. */
+  /** HeraldNoWorker: a queue's oldest ready job has waited this long, and no live worker runs it (its queue, kind or requires). */
   noWorkerSeconds: 60,
   /** HeraldStreamHeld: a transaction has held the event stream back this long. */
   streamHeldSeconds: 60,
   /** HeraldWorkersDying: this many lease expiries (dead, frozen or cut-off workers) in the window. */
   leaseExpiries: 3,
   leaseWindowMin: 15,
+  /** HeraldReplicaLagging: the read replica has been more than HERALD_READ_MAX_LAG_MS behind (or down) this long. */
+  replicaLaggingSeconds: 60,
 } as const;

@@ -1,7 +1,7 @@
 // Errors the core throws on purpose, and the code table every error reply of the HTTP API draws
-// from. A code is stable: clients switch on it, while the message may be reworded. The README's
-// "Error codes" table lists the same codes (a test compares them).
-import { MAX_ATTEMPTS_LIMIT, MAX_REQUIRES, MAX_TAGS, MAX_TIMEOUT_MS, NAME_RULE, QUEUE_LIMITS } from './defaults.ts';
+// from. A code is stable: clients switch on it, while the message may be reworded. The
+// "Error codes" table of docs/api.md lists the same codes (a test compares them).
+import { FLOW_NAME_RULE, MAX_ATTEMPTS_LIMIT, MAX_REQUIRES, MAX_TAGS, MAX_TIMEOUT_MS, NAME_RULE, QUEUE_LIMITS } from './defaults.ts';
 
 /** Every error code, with the HTTP status it is sent with and what it means. */
 export const ERROR_CODES = {
@@ -11,6 +11,7 @@ export const ERROR_CODES = {
   HERALD_BAD_REQUEST: { status: 400, meaning: 'another malformed request (a bad URL encoding, a wrong content-length)' },
   HERALD_UNAUTHORIZED: { status: 401, meaning: 'no token, or one that is not in HERALD_TOKENS' },
   HERALD_FORBIDDEN: { status: 403, meaning: "the token's role is below the one the route needs" },
+  HERALD_AUTH_REQUIRED: { status: 403, meaning: 'with auth off, a request that came through a proxy (Forwarded, X-Forwarded-For, X-Real-IP or Via): set HERALD_TOKENS' },
   HERALD_CROSS_SITE: { status: 403, meaning: 'with auth off, a page of another site (a non-loopback Origin) may not change anything' },
   HERALD_NOT_FOUND: { status: 404, meaning: 'the job, schedule or flow does not exist' },
   HERALD_ROUTE_NOT_FOUND: { status: 404, meaning: 'no route has this method and path' },
@@ -18,6 +19,8 @@ export const ERROR_CODES = {
   HERALD_CONFLICT_IDEMPOTENCY: { status: 409, meaning: 'the idempotency key was used for a different job (kind, queue or payload)' },
   HERALD_JOB_NOT_CANCELLABLE: { status: 409, meaning: 'the job has already finished' },
   HERALD_JOB_NOT_RETRYABLE: { status: 409, meaning: 'the job is not failed or cancelled, or has used the most attempts a job may have' },
+  HERALD_JOB_NOT_SCHEDULED: { status: 409, meaning: 'run now: the job is not queued waiting out a backoff or its runAt (it is due already, running, finished, blocked, or in a durable sleep or wait)' },
+  HERALD_SIGNAL_SENT: { status: 409, meaning: 'the job already holds a signal of that name (or its wait for it timed out), or has ended' },
   HERALD_MISDIRECTED: { status: 421, meaning: 'with auth off, the server answers only to a loopback Host (DNS rebinding guard)' },
   HERALD_BODY_TOO_LARGE: { status: 413, meaning: 'the body is over 1 MiB' },
   HERALD_UNSUPPORTED_MEDIA_TYPE: { status: 415, meaning: 'the body is not sent as application/json' },
@@ -61,7 +64,7 @@ export class NotFoundError extends HeraldError {
  */
 export class ConflictError extends HeraldError {
   override name = 'ConflictError';
-  constructor(message: string, code: 'HERALD_CONFLICT_IDEMPOTENCY' | 'HERALD_JOB_NOT_CANCELLABLE' | 'HERALD_JOB_NOT_RETRYABLE') {
+  constructor(message: string, code: 'HERALD_CONFLICT_IDEMPOTENCY' | 'HERALD_JOB_NOT_CANCELLABLE' | 'HERALD_JOB_NOT_RETRYABLE' | 'HERALD_JOB_NOT_SCHEDULED' | 'HERALD_SIGNAL_SENT') {
     super(message, code);
   }
 }
@@ -83,13 +86,14 @@ const CONSTRAINT_MESSAGES: Record<string, string> = {
   queues_group_concurrency_range: `groupConcurrency must be an integer from ${concurrency.min} to ${concurrency.max}, or null`,
   queues_rate_count_range: `rateLimit.count must be an integer from ${rateCount.min} to ${rateCount.max}`,
   queues_rate_period_range: `rateLimit.periodMs must be an integer from ${ratePeriodMs.min} to ${ratePeriodMs.max}`,
-  queues_dead_letter_name: `deadLetter must name another queue: ${NAME_RULE}`,
+  // The table's check also refuses the queue itself; patchQueue says that one in its own words first.
+  queues_dead_letter_name: `deadLetter must be ${NAME_RULE}, or null`,
   queues_rate_both: 'rateLimit needs both count and periodMs',
   jobs_idempotency_key_length: 'idempotencyKey must be 1-255 characters',
   jobs_progress_shape: 'progress percent must be a number from 0 to 100',
   jobs_ref_name: 'ref must be 1-128 characters of [A-Za-z0-9_.:-]',
   jobs_on_parent_failure: 'onParentFailure must be "cancel" or "run"',
-  flows_name: 'name must be 1-128 characters of [A-Za-z0-9_.:-]',
+  flows_name: `name must be ${FLOW_NAME_RULE}`,
 };
 
 /** Turns a PostgreSQL input error into a ValidationError; anything else passes through. */

@@ -18,19 +18,22 @@ export function dependencyOrder(nodes: readonly FlowNode[]): number[] {
   nodes.forEach((n, i) => (index.has(n.ref) ? duplicates.add(n.ref) : index.set(n.ref, i)));
   if (duplicates.size) throw new ValidationError(`duplicate ref ${list([...duplicates])}: each job of a flow needs its own ref`);
 
-  const unknown: string[] = [];
+  const unknown = new Map<string, Set<string>>(); // unknown ref → the refs whose dependsOn names it
   const selfish: string[] = [];
   const repeated: string[] = [];
   for (const n of nodes) {
     const seen = new Set<string>();
     for (const d of n.dependsOn ?? []) {
-      if (!index.has(d)) unknown.push(`${n.ref} → ${d}`);
+      if (!index.has(d)) unknown.set(d, (unknown.get(d) ?? new Set()).add(n.ref));
       else if (d === n.ref) selfish.push(n.ref);
       if (seen.has(d)) repeated.push(`${n.ref} → ${d}`);
       seen.add(d);
     }
   }
-  if (unknown.length) throw new ValidationError(`dependsOn names unknown ref ${list(unknown)}: a flow's dependsOn names refs of the same request`);
+  if (unknown.size) {
+    const namers = [...new Set([...unknown.values()].flatMap((s) => [...s]))];
+    throw new ValidationError(`unknown ref ${list([...unknown.keys()])} in the dependsOn of ${list(namers)}: a flow's dependsOn names refs of the same request`);
+  }
   if (repeated.length) throw new ValidationError(`dependsOn names the same ref twice: ${list(repeated)}`);
   if (selfish.length) throw new ValidationError(`cycle: ${selfish[0]} → ${selfish[0]} (a job cannot depend on itself)`);
 

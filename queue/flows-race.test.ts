@@ -4,23 +4,15 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../test/support/db.ts';
-import { lockWaitersReach } from '../test/support/lock-waiters.ts';
-import { createPool } from './database.ts';
-import { Queue } from './queue.ts';
+import { namedQueueSessions } from '../test/support/sessions.ts';
+import { lockWaitersReach, pidOf } from '../test/support/lock-waiters.ts';
 
 const db = useTestDatabase({}, { truncate: ['herald.jobs', 'herald.job_events', 'herald.job_edges', 'herald.flows'] });
 const q = db.queue;
-const extra: pg.Pool[] = [];
-afterAll(async () => {
-  await Promise.all(extra.map((p) => p.end()));
-});
-
-/** A Queue on its own pool: its statements run in their own sessions. */
-function session(): Queue {
-  const pool = createPool(db.url, { max: 2 });
-  extra.push(pool);
-  return new Queue(pool);
-}
+const sessions = namedQueueSessions(db.url);
+afterAll(() => sessions.end());
+/** A Queue whose statements run in their own sessions, named `name` in pg_stat_activity. */
+const session = (name: string) => sessions.session(name);
 
 async function client(): Promise<pg.Client> {
   const c = new pg.Client({ connectionString: db.url });
@@ -45,13 +37,15 @@ describe('two parents ending at once', () => {
     await holder.query('BEGIN');
     await holder.query('SELECT 1 FROM herald.jobs WHERE id = $1 FOR UPDATE', [child]);
     const ends = [
-      session().complete('w', [{ id: a.id, attempt: a.attempt, result: 'a' }]),
-      session().complete('w', [{ id: b.id, attempt: b.attempt, result: 'b' }]),
+      session('end-a').complete('w', [{ id: a.id, attempt: a.attempt, result: 'a' }]),
+      session('end-b').complete('w', [{ id: b.id, attempt: b.attempt, result: 'b' }]),
     ];
-    await lockWaitersReach(db.pool, 2);
+    const held = await pidOf(holder);
+    await lockWaitersReach(db.pool, { waiter: { app: 'end-a' }, holder: held }, { waiter: { app: 'end-b' }, holder: held });
     // Both parents are written (uncommitted) now. A count read before the lock (each sees the
     // other parent still running) would leave the child blocked for ever; a recount under the
-    // lock sees the other commit.
+    // lock sees the other commit. Caught: flow_settle's first lock pass without FOR UPDATE (the
+    // second completion then never waits for the holder).
     await holder.query('COMMIT');
     await holder.end();
     expect(await Promise.all(ends)).toEqual([[], []]);
@@ -74,10 +68,11 @@ describe('two parents ending at once', () => {
     await holder.query('BEGIN');
     await holder.query('SELECT 1 FROM herald.jobs WHERE id = $1 FOR UPDATE', [child]);
     const ends = [
-      session().complete('w', [{ id: ok.id, attempt: ok.attempt, result: null }]),
-      session().fail('w', [{ id: bad.id, attempt: bad.attempt, error: new Error('no'), final: true }]),
+      session('end-ok').complete('w', [{ id: ok.id, attempt: ok.attempt, result: null }]),
+      session('end-bad').fail('w', [{ id: bad.id, attempt: bad.attempt, error: new Error('no'), final: true }]),
     ];
-    await lockWaitersReach(db.pool, 2);
+    const held = await pidOf(holder);
+    await lockWaitersReach(db.pool, { waiter: { app: 'end-ok' }, holder: held }, { waiter: { app: 'end-bad' }, holder: held });
     await holder.query('COMMIT');
     await holder.end();
     await Promise.all(ends);
@@ -98,8 +93,8 @@ describe('a child added while its parent ends', () => {
        WHERE id = $1 AND attempt = $2`,
       [p.id, p.attempt],
     );
-    const adding = session().enqueue({ kind: 'c', dependsOn: [parent.id] });
-    await lockWaitersReach(db.pool, 1);
+    const adding = session('adding').enqueue({ kind: 'c', dependsOn: [parent.id] });
+    await lockWaitersReach(db.pool, { waiter: { app: 'adding' }, holder: await pidOf(finisher) });
     await finisher.query('COMMIT');
     await finisher.end();
     const { job } = await adding;
@@ -114,10 +109,10 @@ describe('a child added while its parent ends', () => {
     const adder = await client();
     await adder.query('BEGIN');
     await adder.query('SELECT 1 FROM herald.jobs WHERE id = $1 FOR UPDATE', [parent.id]);
-    const ending = session().complete('w', [{ id: p.id, attempt: p.attempt, result: 1 }]);
-    await lockWaitersReach(db.pool, 1);
+    const ending = session('ending').complete('w', [{ id: p.id, attempt: p.attempt, result: 1 }]);
+    await lockWaitersReach(db.pool, { waiter: { app: 'ending' }, holder: await pidOf(adder) });
     const { rows } = await adder.query(
-      `INSERT INTO herald.jobs (kind, status, on_parent_failure) VALUES ('c', 'blocked', 'cancel') RETURNING id::text AS id`,
+      `INSERT INTO herald.jobs (kind, status, on_parent_failure, waiting_on) VALUES ('c', 'blocked', 'cancel', 1) RETURNING id::text AS id`,
     );
     const child = rows[0].id as string;
     await adder.query('UPDATE herald.jobs SET has_children = true WHERE id = $1', [parent.id]);
@@ -142,7 +137,7 @@ describe('concurrent claimers', () => {
     });
     const { flow } = await q.createFlow('dag', jobs);
     const workers = Array.from({ length: 4 }, (_, w) => {
-      const s = session();
+      const s = session(`claimer-${w}`);
       return (async () => {
         for (;;) {
           const got = await s.claim({ worker: `w${w}`, kinds: ['k'], limit: 1 + (w % 3) });

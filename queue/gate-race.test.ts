@@ -4,6 +4,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
 import { Worker } from '../worker/worker.ts';
 import { waitFor } from '../test/support/wait.ts';
+import { lockWaitersReach, pidOf } from '../test/support/lock-waiters.ts';
 
 let db: TestDatabase;
 
@@ -14,13 +15,6 @@ beforeAll(async () => {
 afterAll(() => db.drop());
 
 const held = async (): Promise<string[]> => (await db.pool.query('SELECT held FROM herald.queue_gate WHERE id = 1')).rows[0].held;
-const waitingForLock = async () =>
-  (
-    await db.pool.query(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-    )
-  ).rows[0].n > 0;
-
 // Settings are rows: the gate must be right whatever writes them, the API's upsert or plain SQL.
 it('two settings changes at once: the one that waited for the gate row still lists the other', async () => {
   // Session A pauses `a` and holds its transaction open: it holds the gate row's lock.
@@ -30,7 +24,7 @@ it('two settings changes at once: the one that waited for the gate row still lis
     await a.query(`INSERT INTO herald.queues (queue, paused) VALUES ('race-a', true)`);
     // Session B pauses `b`: its trigger must wait for A's lock on the gate row.
     const b = db.pool.query(`INSERT INTO herald.queues (queue, paused) VALUES ('race-b', true)`);
-    await waitFor(waitingForLock, { what: 'the second change to wait for the gate row' });
+    await lockWaitersReach(db.pool, { waiter: { app: 'herald' }, holder: await pidOf(a) });
     await a.query('COMMIT');
     await b;
   } finally {

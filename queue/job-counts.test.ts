@@ -4,7 +4,7 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../test/support/db.ts';
-import { lockWaitersReach } from '../test/support/lock-waiters.ts';
+import { lockWaitersReach, pidOf } from '../test/support/lock-waiters.ts';
 import { dropEmptyJobCounts, foldJobCounts } from './sql/counts.ts';
 import { queueCounts } from './sql/reads.ts';
 
@@ -179,8 +179,9 @@ describe('the fold', () => {
     await b.query('BEGIN');
     expect((await b.query(foldJobCounts.text)).rows[0].folded).toBeGreaterThan(0);
     // b deleted a's row (and holds it): a's next job waits for b's commit.
+    const waiter = await pidOf(a);
     const write = a.query(INSERT_OLD);
-    await lockWaitersReach(db.pool, 1);
+    await lockWaitersReach(db.pool, { waiter, holder: await pidOf(b) });
     await b.query(dropEmptyJobCounts.text);
     await b.query('COMMIT');
     await write;

@@ -11,11 +11,11 @@ export { WAITING_REASONS, type WaitingFor } from './sql/waiting.ts';
 /**
  * A job as the API shows it: the columns of herald.jobs in camelCase, except `runAt` (the
  * column available_at), `cancelRequested` (whether cancel_requested_at is set), the lock key,
- * has_children and a dead-letter copy's source queue, which stay inside; `trace` is the core's
+ * has_children, waiting_on and a dead-letter copy's source queue, which stay inside; `trace` is the core's
  * only (the worker's span link), not in HTTP replies; plus `dependsOn` (its parents) and
  * `waitingFor`: why a queued job is held back, null when it is not queued or could start now.
  */
-export type Job = Omit<JsonOf<typeof jobs.$inferSelect>, 'availableAt' | 'cancelRequestedAt' | 'ownerLock' | 'sourceQueue' | 'trace' | 'hasChildren'> & {
+export type Job = Omit<JsonOf<typeof jobs.$inferSelect>, 'availableAt' | 'cancelRequestedAt' | 'ownerLock' | 'sourceQueue' | 'trace' | 'hasChildren' | 'waitingOn'> & {
   runAt: string;
   cancelRequested: boolean;
   trace?: string | null;
@@ -60,7 +60,8 @@ export function toJob(r: JobRow): Job {
     cancelRequested: r.cancel_requested_at !== null,
     progress: r.progress,
     result: r.result ?? null,
-    lastError: r.last_error,
+    // A job that ended well shows no error: an earlier attempt's stays in its timeline (job_events).
+    lastError: r.status === 'succeeded' ? null : r.last_error,
     group: r.group ?? null,
     tags: r.tags ?? [],
     timeoutMs: r.timeout_ms ?? null,
@@ -69,11 +70,14 @@ export function toJob(r: JobRow): Job {
     trace: r.trace ?? null,
     // Statements that return jobs to the API compute it (sql/waiting.ts); a worker's rows
     // (claimed, so running) have none.
-    waitingFor: r.waiting_for ?? null,
+    waitingFor: r.waiting_for === 'scheduled' && r.status === 'queued' && r.wait ? r.wait.type : (r.waiting_for ?? null),
     flowId: r.flow_id ?? null,
     ref: r.ref ?? null,
     dependsOn: r.depends_on ?? [],
     onParentFailure: r.on_parent_failure ?? null,
+    // What a durable run left in jobs.wait says something only while the job is queued.
+    wait: r.status === 'queued' ? (r.wait ?? null) : null,
+    invokedBy: r.invoked_by ?? null,
   };
 }
 

@@ -55,6 +55,10 @@ describe('a listing that matches nothing', () => {
     'a kind absent from a queue': { queue: 'q15', kind: 'nomatch' },
     'a status and a kind': { status: 'failed', kind: 'nomatch' },
     'scheduled in a queue': { queue: 'q15', status: 'scheduled' },
+    // Its 2,000 queued jobs wait for nothing: the jobs_waiting index holds none of them.
+    // Mutation caught: filterValues leaving the status null for waitingFor (every queued row read).
+    'waiting for a signal': { waitingFor: 'signal' },
+    'sleeping in a queue': { queue: 'q15', waitingFor: 'sleep' },
   };
   for (const [name, filter] of Object.entries(filters)) {
     it(`probes an index and reads no job: ${name}`, async () => {

@@ -8,6 +8,13 @@ import { EventEmitter } from 'node:events';
 import { randomInt } from 'node:crypto';
 import pg from 'pg';
 import { FIRST_LIVENESS_KEY, LOCK_NAMESPACE } from './locks.ts';
+import {
+  CONNECT_TIMEOUT_MS,
+  LISTENER_CHECK_MS,
+  LISTENER_FAST_RETRIES,
+  LISTENER_RETRY_MAX_MS,
+  LISTENER_RETRY_MS,
+} from './defaults.ts';
 import type { Logger } from './log.ts';
 
 export type ListenerState = 'connecting' | 'up' | 'down' | 'polling';
@@ -66,6 +73,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
       connectionString: this.opts.url,
       application_name: this.opts.applicationName ?? 'herald:listener',
       keepAlive: true,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     });
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client, new Error('connection ended')));
@@ -86,10 +94,11 @@ export class Listener extends EventEmitter<ListenerEvents> {
     }
     this.client = client;
     this.setState('up');
-    // A cheap query now and then notices a silently dead connection (NAT, failover).
+    // A cheap query now and then notices a silently dead connection (NAT, failover): one not
+    // answered within the check's period drops it.
     this.checkTimer = setInterval(() => {
-      client.query('SELECT 1').catch((err: Error) => this.lost(client, err));
-    }, 10_000);
+      client.query({ text: 'SELECT 1', query_timeout: LISTENER_CHECK_MS } as pg.QueryConfig).catch((err: Error) => this.lost(client, err));
+    }, LISTENER_CHECK_MS);
     this.checkTimer.unref();
     this.emit('connected');
   }
@@ -139,8 +148,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
 
   private reconnect(attempt: number): void {
     if (this.closed) return;
-    const delay = Math.min(5_000, 100 * 2 ** Math.min(attempt, 6));
-    this.retryTimer = setTimeout(() => void this.retry(attempt), delay);
+    this.retryTimer = setTimeout(() => void this.retry(attempt), reconnectDelay(attempt));
   }
 
   private async retry(attempt: number): Promise<void> {
@@ -172,4 +180,14 @@ export class Listener extends EventEmitter<ListenerEvents> {
       await client.end().catch(() => {});
     }
   }
+}
+
+/**
+ * The wait before reconnect attempt `attempt` (1, 2, ...): short and even at first, so a blip
+ * within the reaper's grace is over before the worker's jobs are taken; then doubling, up to a
+ * cap, for a database that stays away.
+ */
+function reconnectDelay(attempt: number): number {
+  if (attempt <= LISTENER_FAST_RETRIES) return LISTENER_RETRY_MS;
+  return Math.min(LISTENER_RETRY_MAX_MS, LISTENER_RETRY_MS * 2 ** (attempt - LISTENER_FAST_RETRIES));
 }

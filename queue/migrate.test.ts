@@ -37,6 +37,14 @@ afterEach(async () => {
   await admin.end();
 });
 
+/** Claims `limit` queued jobs of `queue` for worker w:1:x as a claim does, in SQL any schema version takes. */
+async function claimByHand(url: string, queue: string, limit: number): Promise<{ id: string; attempt: number }[]> {
+  return query(url, `UPDATE herald.jobs SET status = 'running', attempt = attempt + 1, locked_by = 'w:1:x', started_at = now(),
+                       lease_expires_at = now() + interval '30 s'
+                     WHERE id IN (SELECT id FROM herald.jobs WHERE queue = '${queue}' AND status = 'queued' ORDER BY id LIMIT ${limit})
+                     RETURNING id::text, attempt`);
+}
+
 async function query<R extends pg.QueryResultRow>(url: string, text: string): Promise<R[]> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
@@ -227,8 +235,9 @@ describe('migrate', () => {
       const longest = 'n'.repeat(128);
       await queue.enqueue({ kind: 'k', queue: longest, group: 'g', tags: [longest, 'x'], requires: ['gpu'], maxAttempts: 1000, timeoutMs: 86_400_000, idempotencyKey: 'i'.repeat(255) });
       await queue.enqueue({ kind: 'k', queue: 'open' });
-      // Statements prepared on the pool's connections before the upgrade.
-      const [claimed] = await queue.claim({ worker: 'w:1:x', queues: ['open'], limit: 1 });
+      // Statements prepared on the pool's connections before the upgrade. (The job is claimed by
+      // hand: today's claim reads the gate's dead-letter queues, a column this schema lacks.)
+      const [claimed] = await claimByHand(url, 'open', 1);
       await queue.progress('w:1:x', claimed, 40, 'half');
       const all = `SELECT * FROM herald.jobs ORDER BY id`;
       const files = `SELECT pg_relation_filenode('herald.jobs') AS t, pg_relation_filenode('herald.jobs_queue_id') AS i`;
@@ -236,7 +245,10 @@ describe('migrate', () => {
 
       await migrate(url);
       expect(await query(url, files)).toEqual(before);
-      expect(await query(url, all)).toEqual(rows);
+      // Later migrations add columns (NULL on these rows): the rows are compared on the old ones.
+      const oldColumns = new Set(Object.keys(rows[0]));
+      const kept = (await query(url, all)).map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => oldColumns.has(k))));
+      expect(kept).toEqual(rows);
       // The process that prepared its statements before goes on: its first try after the change
       // of type gets "cached plan must not change result type" and is retried under new names.
       const { job } = await queue.enqueue({ kind: 'k', queue: 'open' });
@@ -305,7 +317,7 @@ describe('migrate', () => {
       await migrate(url, old);
       // Finished and open jobs with their events, in the old, unpartitioned table.
       const jobs = await queue.enqueueMany([{ kind: 'a', queue: 'done' }, { kind: 'a', queue: 'done' }, { kind: 'b', queue: 'open' }]);
-      const claimed = await queue.claim({ worker: 'w:1:x', queues: ['done'], limit: 2 });
+      const claimed = await claimByHand(url, 'done', 2);
       expect(await queue.complete('w:1:x', claimed.map((c) => ({ ...c, result: null })))).toEqual([]);
       const all = `SELECT id::text, job_id::text, tx::text, at, queue, kind, type::text, status::text, attempt, worker, data, flow_id
                    FROM herald.job_events ORDER BY tx, id`;

@@ -63,6 +63,19 @@ describe('running a job', () => {
     expect(await types(job.id)).toEqual(['enqueued', 'claimed', 'retry_scheduled', 'claimed', 'failed']);
   });
 
+  // Mutation caught: toJob passing last_error through for a succeeded job (`lastError: r.last_error`).
+  it('a job that succeeds after a failed attempt shows no error; its timeline keeps it', async () => {
+    const { job } = await q.enqueue({ kind: 'flaky', maxAttempts: 2 });
+    const [c1] = await q.claim({ worker: W, limit: 1 });
+    await q.fail(W, [{ ...c1, error: new Error('first try') }]);
+    await db.pool.query('UPDATE herald.jobs SET available_at = now() WHERE id = $1', [job.id]);
+    const [c2] = await q.claim({ worker: W, limit: 1 });
+    await q.complete(W, [{ ...c2, result: 'ok' }]);
+    expect((await q.get(job.id))!).toMatchObject({ status: 'succeeded', result: 'ok', lastError: null });
+    const retry = (await q.events(job.id)).find((e) => e.type === 'retry_scheduled')!;
+    expect(JSON.stringify(retry.data)).toContain('first try');
+  });
+
   it('fails at once on a final error', async () => {
     const { job } = await q.enqueue({ kind: 'fail' });
     const [c] = await q.claim({ worker: W, limit: 1 });

@@ -65,4 +65,11 @@ describe('notifications', () => {
     const retried = await collect(() => q.retry(job.id));
     expect(retried.filter((n) => n.channel === 'herald_jobs').map((n) => n.payload)).toEqual(['r']);
   });
+
+  // Catches: the trigger's wake CTE without `OR c.type = 'promoted'` (a queued → queued change woke nobody).
+  it('run now wakes the queue at once, as a new job would', async () => {
+    const { job } = await q.enqueue({ kind: 'x', queue: 'later', runAt: new Date(Date.now() + 3_600_000) });
+    const got = await collect(() => q.runNow(job.id));
+    expect(got.filter((n) => n.channel === 'herald_jobs').map((n) => n.payload)).toEqual(['later']);
+  });
 });

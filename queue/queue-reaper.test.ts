@@ -2,8 +2,9 @@
 // and vanished owners are requeued, and the rescuer race is forced both ways.
 import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../test/support/db.ts';
-import { reapJobs } from './sql/reap.ts';
-import { waitFor } from '../test/support/wait.ts';
+import { markOrphans, reapJobs } from './sql/reap.ts';
+import { DEFAULTS } from './defaults.ts';
+import { lockWaitersReach, pidOf } from '../test/support/lock-waiters.ts';
 
 const db = useTestDatabase({ backoffBaseMs: 1000, backoffMaxMs: 60_000 }, { truncate: ['herald.jobs', 'herald.job_events'] });
 const q = db.queue;
@@ -84,10 +85,7 @@ describe('fencing and the reaper', () => {
         expect(reaped.rows).toEqual([{ id: c.id, status: 'queued' }]);
         const completing = q.complete(W, [{ ...c, result: 'late' }]);
         // The completion is blocked on the row the reaper holds.
-        await waitFor(
-          async () => (await db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rowCount,
-          { what: 'the completion to wait for the reaper\'s row lock' },
-        );
+        await lockWaitersReach(db.pool, { waiter: { app: 'herald' }, holder: await pidOf(reaper) });
         await reaper.query('COMMIT');
         expect(await completing).toEqual([c.id]);
       } finally {
@@ -105,14 +103,33 @@ describe('fencing and the reaper', () => {
     await q.claim({ worker: 'alive', limit: 1, ownerLock: 5555, leaseMs: 60_000 });
     const [orphan] = await q.claim({ worker: 'dead', limit: 1, ownerLock: 7777, leaseMs: 60_000 });
     const [blip] = await q.claim({ worker: 'blip', limit: 1, ownerLock: 8888, leaseMs: 60_000 });
-    // Locks 7777 and 8888 are missing: not a death yet, their leases end after the grace.
-    expect(await q.reap()).toMatchObject({ requeued: 0, orphans: 2 });
-    const lease = async (id: string) =>
-      (await db.pool.query(`SELECT lease_expires_at - now() AS left FROM herald.jobs WHERE id = $1`, [id])).rows[0].left;
-    expect((await lease(orphan.id)).seconds ?? 0).toBeLessThanOrEqual(1);
+    // Locks 7777 and 8888 are missing: not a death yet, their leases end after the grace. The
+    // reap's statements run in a transaction of the test's, so now() is the reap's own time and
+    // the lease left is the whole grace (compared in full: node-postgres gives an interval under
+    // a second in `milliseconds` only). Caught: a grace of 0 (markOrphans's `$2` -> `0`).
+    const reaper = await db.pool.connect();
+    try {
+      await reaper.query('BEGIN');
+      expect((await reaper.query(reapJobs.text, [1000])).rowCount).toBe(0);
+      expect((await reaper.query(markOrphans.text, [1000, DEFAULTS.lockLossGraceMs])).rows.map((r) => r.id).sort()).toEqual([orphan.id, blip.id].sort());
+      const { rows } = await reaper.query<{ ms: number }>(
+        `SELECT extract(epoch FROM lease_expires_at - now())::float8 * 1000 AS ms FROM herald.jobs WHERE id = ANY($1::bigint[])`,
+        [[orphan.id, blip.id]],
+      );
+      for (const { ms } of rows) {
+        expect(ms).toBeGreaterThan(0);
+        expect(ms).toBeLessThanOrEqual(DEFAULTS.lockLossGraceMs);
+      }
+      await reaper.query('COMMIT');
+    } catch (err) {
+      await reaper.query('ROLLBACK');
+      throw err;
+    } finally {
+      reaper.release();
+    }
     // The blipped worker reconnects: it retakes its lock and renews at once.
     await session.query('SELECT pg_advisory_lock($1, $2)', [0x48524c44, 8888]);
-    expect((await q.heartbeat('blip', [{ id: blip.id, attempt: blip.attempt }], 60_000)).held.has(blip.id)).toBe(true);
+    expect((await q.heartbeat('blip', [{ id: blip.id, attempt: blip.attempt }], 60_000, 8888)).held.has(blip.id)).toBe(true);
     // The grace passes (the shortened leases run out).
     await db.pool.query(`UPDATE herald.jobs SET lease_expires_at = now() - interval '1 ms' WHERE lease_expires_at < now() + interval '2 s'`);
     expect(await q.reap()).toMatchObject({ requeued: 1, orphans: 0 });
@@ -120,6 +137,34 @@ describe('fencing and the reaper', () => {
     expect((await q.get(blip.id))!).toMatchObject({ status: 'running', attempt: 1, lockedBy: 'blip' });
     await session.query('SELECT pg_advisory_unlock_all()');
     session.release();
+  });
+
+  // Catches: renewLeases keeping the old key (`owner_lock = j.owner_lock` in queue/sql/lease.ts).
+  it('a half-open blip: the renewal records the new key, so the old session ending takes nothing', async () => {
+    const oldSession = await db.pool.connect();
+    const newSession = await db.pool.connect();
+    try {
+      await oldSession.query('SELECT pg_advisory_lock($1, $2)', [0x48524c44, 6001]);
+      await q.enqueueMany([{ kind: 'a' }, { kind: 'b' }]);
+      const jobs = await q.claim({ worker: 'half', limit: 2, ownerLock: 6001, leaseMs: 60_000 });
+      // The worker's side was cut: the old session lives on with key 6001, the reconnect takes 6002.
+      await newSession.query('SELECT pg_advisory_lock($1, $2)', [0x48524c44, 6002]);
+      const { held } = await q.heartbeat('half', jobs, 60_000, 6002);
+      expect(held.size).toBe(2);
+      // The old session ends: its key vanishes, and no job is the reaper's to shorten or take.
+      await oldSession.query('SELECT pg_advisory_unlock_all()');
+      expect(await q.reap()).toMatchObject({ requeued: 0, orphans: 0 });
+      const { rows } = await db.pool.query(`SELECT owner_lock FROM herald.jobs WHERE id = ANY($1)`, [jobs.map((j) => j.id)]);
+      expect(rows).toEqual([{ owner_lock: 6002 }, { owner_lock: 6002 }]);
+      // A renewal while the listener is down (no key) leaves the jobs to their leases alone.
+      await q.heartbeat('half', jobs, 60_000, null);
+      await newSession.query('SELECT pg_advisory_unlock_all()');
+      expect(await q.reap()).toMatchObject({ requeued: 0, orphans: 0 });
+    } finally {
+      await newSession.query('SELECT pg_advisory_unlock_all()');
+      oldSession.release();
+      newSession.release();
+    }
   });
 
   it('lets only one reaper run at a time', async () => {

@@ -15,6 +15,7 @@ import { AdminService } from './services/admin.ts';
 import { Db, type QueueOptions } from './services/db.ts';
 import { FeedService } from './services/feed.ts';
 import { FlowService, type FlowJobInput, type FlowStatus } from './services/flows.ts';
+import { DurableService } from './services/durable.ts';
 import type { EnqueueInput } from './services/insert.ts';
 import { MaintainService, type EventDropOptions, type EventPartitionOptions } from './services/maintain.ts';
 import { ProduceService } from './services/produce.ts';
@@ -30,6 +31,7 @@ export type { EnqueueInput, Enqueued } from './services/insert.ts';
 export type { BulkResult } from './services/admin.ts';
 export type { FeedHolder } from './services/feed.ts';
 export type { FlowJobInput, FlowStatus } from './services/flows.ts';
+export type { Step } from './services/durable.ts';
 export type { JobPage, ListOptions } from './services/read.ts';
 export type { WorkerInfo, WorkerRegistration } from './services/registry.ts';
 export type { Schedule, ScheduleInput } from './services/schedules.ts';
@@ -48,6 +50,7 @@ export class Queue {
   private readService?: ReadService;
   private feedService?: FeedService;
   private flowService?: FlowService;
+  private durableService?: DurableService;
 
   constructor(readonly pool: pg.Pool, opts: QueueOptions = {}) {
     this.db = new Db(pool, opts);
@@ -87,6 +90,9 @@ export class Queue {
   private get feeding() {
     return (this.feedService ??= new FeedService(this.db));
   }
+  private get durable() {
+    return (this.durableService ??= new DurableService(this.db));
+  }
   private get flowing() {
     return (this.flowService ??= new FlowService(this.db));
   }
@@ -101,7 +107,7 @@ export class Queue {
   heldQueues() { return this.working.heldQueues(); }
   startGate() { return this.working.startGate(); }
   nextRunAt(queues?: string[], capabilities?: string[], kinds?: string[], sinceMs?: number) { return this.working.nextRunAt(queues, capabilities, kinds, sinceMs); }
-  heartbeat(worker: string, leases: Lease[], leaseMs?: number) { return this.working.heartbeat(worker, leases, leaseMs); }
+  heartbeat(worker: string, leases: Lease[], leaseMs?: number, ownerLock?: number | null) { return this.working.heartbeat(worker, leases, leaseMs, ownerLock); }
   progress(worker: string, lease: Lease, percent: number, message?: string | null) { return this.working.progress(worker, lease, percent, message); }
   complete(worker: string, done: (Lease & { result: unknown })[]) { return this.working.complete(worker, done); }
   fail(worker: string, failed: (Lease & { error: unknown; final?: boolean })[]) { return this.working.fail(worker, failed); }
@@ -109,8 +115,16 @@ export class Queue {
 
   // ---- administration (services/admin.ts) ----
   cancel(id: string, actor?: Actor) { return this.admin.cancel(id, actor); }
+  /** Sends signal `name` to a job: kept until its handler waits for it, or wakes it now. */
+  signal(id: string, name: string, payload?: unknown, actor?: Actor) { return this.durable.signal(id, name, payload, actor); }
+  /** A durable job's steps, in the order they finished. */
+  steps(id: string) { return this.durable.steps(id); }
+  /** Jobs whose durable handler sleeps or waits now, by queue and wait. */
+  durableWaiting() { return this.durable.waiting(); }
   retry(id: string, actor?: Actor) { return this.admin.retry(id, actor); }
-  countMatching(filter: JobFilter) { return this.admin.countMatching(filter); }
+  /** Makes a job waiting out its backoff or its runAt due now. */
+  runNow(id: string, actor?: Actor) { return this.admin.runNow(id, actor); }
+  bulkDryRun(action: BulkAction, filter: JobFilter) { return this.admin.bulkDryRun(action, filter); }
   bulk(action: BulkAction, filter: JobFilter, opts?: { actor?: Actor; batchSize?: number }) { return this.admin.bulk(action, filter, opts); }
   patchQueue(queue: string, patch: QueueSettingsPatch, actor?: Actor) { return this.admin.patchQueue(queue, patch, actor); }
 
@@ -123,7 +137,7 @@ export class Queue {
   nextScheduleDue() { return this.scheduling.nextScheduleDue(); }
 
   // ---- housekeeping (services/maintain.ts) ----
-  reap(limit?: number) { return this.maintaining.reap(limit); }
+  reap(limit?: number, graceMs?: number) { return this.maintaining.reap(limit, graceMs); }
   expire(limit?: number) { return this.maintaining.expire(limit); }
   pruneQueueStarts() { return this.maintaining.pruneQueueStarts(); }
   pruneWorkers() { return this.maintaining.pruneWorkers(); }
@@ -155,6 +169,7 @@ export class Queue {
   feedThrough(after: Cursor, through: Cursor, limit?: number, filter?: { jobId?: string; queue?: string; flowId?: string }) {
     return this.feeding.feedThrough(after, through, limit, filter);
   }
+  recentEvents(through: Cursor, limit: number, queue?: string) { return this.feeding.recent(through, limit, queue ?? null); }
   heldBack(after: Cursor) { return this.feeding.heldBack(after); }
   passEventsBarrier() { return this.feeding.passEventsBarrier(); }
   feedHolder(after: Cursor) { return this.feeding.feedHolder(after); }

@@ -20,7 +20,16 @@ export interface JobFilter {
   tag?: string;
   /** Jobs of this flow (its jobs_flow index serves it: no search window). */
   flow?: string;
+  /**
+   * Queued jobs whose durable handler sleeps, waits for a signal or waits for a job it invoked,
+   * as the Job JSON's waitingFor says (its jobs_waiting index serves it: no search window).
+   */
+  waitingFor?: DurableWait;
 }
+
+/** The waits of a durable handler (jobs.wait.type), as the waitingFor filter takes them. */
+export const DURABLE_WAITS = ['sleep', 'signal', 'child'] as const;
+export type DurableWait = (typeof DURABLE_WAITS)[number];
 
 /** Filters that need the bounded window (no index serves them); queue, status and kind alone list as they always did. */
 export function isSearch(f: JobFilter): boolean {
@@ -60,7 +69,8 @@ function likeSubstring(s: string): string {
 export function filterValues(f: JobFilter): FilterParams {
   return [
     f.queue ?? null,
-    f.status === 'scheduled' ? 'queued' : (f.status ?? null),
+    // A waiting job is queued: said as a status, so the planner can use the queued rows' indexes.
+    f.status === 'scheduled' ? 'queued' : (f.status ?? (f.waitingFor ? 'queued' : null)),
     f.kind ?? null,
     payloadJson(f.payload),
     f.error === undefined ? null : likeSubstring(f.error),
@@ -70,5 +80,6 @@ export function filterValues(f: JobFilter): FilterParams {
     f.tag ?? null,
     f.flow ?? null,
     f.status === 'scheduled',
+    f.waitingFor ?? null,
   ];
 }

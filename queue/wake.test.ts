@@ -5,7 +5,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { useTestDatabase } from '../test/support/db.ts';
 import { installCommitHold, openTransaction, type HeldCommit } from '../test/support/commit-hold.ts';
-import { lockWaitersReach } from '../test/support/lock-waiters.ts';
+import { lockWaitersReach, pidOf } from '../test/support/lock-waiters.ts';
 import { waitFor } from '../test/support/wait.ts';
 import { EVENTS_CHANNEL, JOBS_CHANNEL } from './channels.ts';
 import { WorkService } from './services/work.ts';
@@ -15,6 +15,7 @@ import { createPool } from './database.ts';
 const db = useTestDatabase();
 let listener: pg.Client;
 let holder: pg.Client;
+let held: number; // the holder's pid
 let heard: { channel: string; payload: string }[] = [];
 
 beforeAll(async () => {
@@ -25,6 +26,7 @@ beforeAll(async () => {
   await listener.query(`LISTEN ${JOBS_CHANNEL}; LISTEN ${EVENTS_CHANNEL}`);
   holder = new pg.Client({ connectionString: db.url });
   await holder.connect();
+  held = await pidOf(holder);
 });
 afterEach(() => {
   heard = [];
@@ -53,7 +55,7 @@ const work = () => new WorkService(new Db(db.pool, {}));
 it('a producer committing while another holds the notifier skips its NOTIFY; the first one wakes for both', async () => {
   const t1 = await openTransaction(db.pool, [insert('skip')]);
   const held1 = await t1.commitHeld(holder, 101);
-  await lockWaitersReach(db.pool, 1); // T1 took the notifiers and waits inside its COMMIT
+  await lockWaitersReach(db.pool, { waiter: t1.pid, holder: held }); // T1 took the notifiers and waits inside its COMMIT
   await db.pool.query(insert('skip', EARLIER)); // T2: commits, skips both NOTIFYs
   expect(await received()).toEqual([]);
   await held1.release();
@@ -71,9 +73,9 @@ async function skipperAfterNotifier(queue: string, key: number): Promise<HeldCom
   const t1 = await openTransaction(db.pool, [insert(queue)]);
   const t2 = await openTransaction(db.pool, [insert(queue, EARLIER)]);
   const held1 = await t1.commitHeld(holder, key);
-  await lockWaitersReach(db.pool, 1);
+  await lockWaitersReach(db.pool, { waiter: t1.pid, holder: held });
   const held2 = await t2.commitHeld(holder, key + 1);
-  await lockWaitersReach(db.pool, 2);
+  await lockWaitersReach(db.pool, { waiter: t1.pid, holder: held }, { waiter: t2.pid, holder: held });
   await held1.release();
   await waitFor(async () => (await received()).includes(`herald_jobs:${queue}`), { what: "T1's notification" });
   return held2;
@@ -84,7 +86,8 @@ it('the barrier holds the reader back until a skipper that commits after the not
   // A read right now misses T2's job: that is what the barrier is for.
   expect(await count('late')).toBe(1);
   const passed = work().passQueueBarriers(['late']);
-  await lockWaitersReach(db.pool, 2); // T2, and the barrier waiting for it
+  // T2, and the barrier (a session of db.pool) waiting for it
+  await lockWaitersReach(db.pool, { waiter: held2.pid, holder: held }, { waiter: { app: 'herald' }, holder: held2.pid });
   await held2.release();
   expect(await passed).toBe(true);
   expect(await count('late')).toBe(2);
@@ -96,7 +99,8 @@ it('a claim pipelined behind the barrier on one connection still waits for the s
   try {
     const held2 = await skipperAfterNotifier('piped', 251);
     const claimed = new WorkService(new Db(pipelined, {})).claimAfterBarriers(['piped'], { worker: 'w', queues: ['piped'], limit: 10 });
-    await lockWaitersReach(db.pool, 2); // T2, and the barrier waiting for it (the claim queued behind)
+    // T2, and the barrier waiting for it (the claim queued behind it on the pipelined connection)
+    await lockWaitersReach(db.pool, { waiter: held2.pid, holder: held }, { waiter: { app: 'herald' }, holder: held2.pid });
     await held2.release();
     const { jobs, barrier } = await claimed;
     expect(barrier).toBe(true);
@@ -109,7 +113,7 @@ it('a claim pipelined behind the barrier on one connection still waits for the s
 it('two queues never share a notifier: each is woken while the other is held', async () => {
   const t1 = await openTransaction(db.pool, [insert('qa')]);
   const held1 = await t1.commitHeld(holder, 301);
-  await lockWaitersReach(db.pool, 1);
+  await lockWaitersReach(db.pool, { waiter: t1.pid, holder: held });
   await db.pool.query(insert('qb'));
   await waitFor(async () => (await received()).includes('herald_jobs:qb'), { what: "qb's notification while qa's notifier is held" });
   await held1.release();
@@ -119,7 +123,7 @@ it('two queues never share a notifier: each is woken while the other is held', a
 it('a scheduled payload is sent as before while an immediate one of its queue holds the notifier', async () => {
   const t1 = await openTransaction(db.pool, [insert('sched')]);
   const held1 = await t1.commitHeld(holder, 401);
-  await lockWaitersReach(db.pool, 1);
+  await lockWaitersReach(db.pool, { waiter: t1.pid, holder: held });
   const at = Date.parse('2100-01-01T00:00:00Z');
   await db.pool.query(insert('sched', `'2100-01-01T00:00:00Z'`));
   await waitFor(async () => (await received()).includes(`herald_jobs:sched ${at}`), { what: 'the scheduled payload' });

@@ -3,9 +3,10 @@
 // counted off the event stream this server tails (like the /metrics counters), in one-minute
 // buckets; queue heads and the stream's holder are read when asked, at most once a second.
 import { ALERT_THRESHOLDS as T } from '../queue/defaults.ts';
-import { isFinalFailure, type Alert, type AlertName } from '../queue/alerts.ts';
+import { isFinalFailure, runbookOf, type Alert, type AlertName } from '../queue/alerts.ts';
 import type { Queue } from '../queue/queue.ts';
 import type { EventHub } from './stream/hub.ts';
+import type { ReadReplica } from '../queue/replica.ts';
 
 const MINUTE_MS = 60_000;
 
@@ -44,6 +45,7 @@ export class AlertWatch {
   constructor(
     private readonly queue: Queue,
     private readonly hub: EventHub,
+    private readonly replica?: ReadReplica,
   ) {
     hub.fanout.observe((page) => {
       const now = Date.now();
@@ -68,7 +70,7 @@ export class AlertWatch {
   /** The conditions that hold now. */
   async current(now = Date.now()): Promise<Alert[]> {
     const alerts: Alert[] = [];
-    const add = (alert: AlertName, queue: string | null, summary: string) => alerts.push({ alert, queue, summary, runbook: `README.md#${alert.toLowerCase()}` });
+    const add = (alert: AlertName, queue: string | null, summary: string) => alerts.push({ alert, queue, summary, runbook: runbookOf(alert) });
 
     const finished = this.finished.sum(T.failingWindowMin, now);
     for (const [queue, failed] of this.failures.sum(T.failingWindowMin, now)) {
@@ -79,11 +81,12 @@ export class AlertWatch {
     }
     const [heads, holder] = await Promise.all([this.queueHeads(), this.hub.holder().catch(() => null)]);
     for (const h of heads) {
-      if (h.oldestReadyS > T.stalledSeconds) {
-        add('HeraldQueueStalled', h.queue, `the oldest ready job of queue ${h.queue} has waited ${Math.round(h.oldestReadyS)} s`);
+      if (h.oldestReadyS !== null && h.oldestReadyS > T.stalledSeconds) {
+        add('HeraldQueueStalled', h.queue, `the oldest ready job of queue ${h.queue} that a live worker runs has waited ${Math.round(h.oldestReadyS)} s`);
       }
-      if (h.liveWorkers === 0 && h.oldestReadyS > T.noWorkerSeconds) {
-        add('HeraldNoWorker', h.queue, `queue ${h.queue} has had ready jobs for ${Math.round(h.oldestReadyS)} s and no live worker takes it`);
+      if (h.noWorker && h.noWorker.seconds > T.noWorkerSeconds) {
+        const why = h.liveWorkers === 0 ? `no live worker takes queue ${h.queue}` : `no live worker of queue ${h.queue} runs kind ${h.noWorker.kind} (or has the capabilities it requires)`;
+        add('HeraldNoWorker', h.queue, `the oldest ready job of queue ${h.queue} (kind ${h.noWorker.kind}) has waited ${Math.round(h.noWorker.seconds)} s: ${why}`);
       }
     }
     if (holder?.ageMs != null && holder.ageMs > T.streamHeldSeconds * 1000) {
@@ -92,6 +95,10 @@ export class AlertWatch {
     const expired = this.expiries.sum(T.leaseWindowMin, now).get('') ?? 0;
     if (expired >= T.leaseExpiries) {
       add('HeraldWorkersDying', null, `${expired} leases expired in the last ${T.leaseWindowMin} min: workers are dying, freezing or losing their connection`);
+    }
+    const replica = this.replica?.status();
+    if (replica && replica.overLimitMs >= T.replicaLaggingSeconds * 1000) {
+      add('HeraldReplicaLagging', null, `the read replica is ${Math.round(replica.lagMs / 1000)} s behind (limit ${replica.maxLagMs / 1000} s${replica.up ? '' : ', and it does not answer'}): this server reads the primary`);
     }
     return alerts;
   }

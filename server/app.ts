@@ -13,6 +13,7 @@ import { installSecurityHeaders } from './security-headers.ts';
 import { registerDocs, registerOpenApi } from './routes/docs.ts';
 import { enqueueRoutes } from './routes/enqueue.ts';
 import { jobRoutes } from './routes/jobs.ts';
+import { durableRoutes } from './routes/durable.ts';
 import { queueRoutes } from './routes/queues.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -56,7 +57,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   // JSON only: a text/plain body gets a 415 rather than a confusing schema error.
   app.removeContentTypeParser('text/plain');
-  const ctx: ServerContext = { queue: opts.queue, hub: opts.hub, metrics: opts.metrics, alerts: opts.alerts, closing: opts.closing };
+  const ctx: ServerContext = {
+    queue: opts.queue, reads: opts.reads, replica: opts.replica, hub: opts.hub, metrics: opts.metrics, alerts: opts.alerts, closing: opts.closing,
+  };
 
   // Streams and held replies would keep close() waiting: end them first.
   app.addHook('preClose', async () => opts.onClosing?.());
@@ -98,6 +101,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   enqueueRoutes(app, ctx);
   jobRoutes(app, ctx);
+  durableRoutes(app, ctx);
   queueRoutes(app, ctx);
   scheduleRoutes(app, ctx);
   flowRoutes(app, ctx);

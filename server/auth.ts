@@ -4,6 +4,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Actor } from '../queue/queue.ts';
+import { MIN_TOKEN_LENGTH } from '../queue/defaults.ts';
 import { errorBody } from './errors.ts';
 import { errors } from './schemas.ts';
 
@@ -42,9 +43,10 @@ const FORMAT = 'use role:token or role:label:token with role viewer, producer or
 /**
  * Parses HERALD_TOKENS (undefined: unset, auth off). Set, every entry must be valid, so a typo
  * or a stray comma never turns auth off unseen. An error names the bad entry by its position
- * only: a token must never reach a log. An entry is role:token, or role:label:token when the
- * part after the role holds another colon: the label is then what comes before it (1-64 of
- * [A-Za-z0-9_.@-]), and the token the rest.
+ * only: a token must never reach a log. An entry is role:token or role:label:token; a token
+ * holds no colon, so an entry with three is refused rather than split at a guess (read as a
+ * label, the start of a token would silently leave a shorter one). A token has at least
+ * MIN_TOKEN_LENGTH characters: a short one can be guessed.
  */
 export function parseTokens(spec: string | undefined): Tokens {
   const entries: { hash: Buffer; role: Role; label?: string }[] = [];
@@ -54,18 +56,17 @@ export function parseTokens(spec: string | undefined): Tokens {
     const raw = part.trim();
     const bad = (why: string) => new Error(`HERALD_TOKENS entry ${index + 1} of ${parts.length} ${why}: ${FORMAT}`);
     if (!raw) throw bad('is empty (unset HERALD_TOKENS to run without auth, on loopback only)');
-    const i = raw.indexOf(':');
-    const role = raw.slice(0, i) as Role;
-    let token = raw.slice(i + 1);
-    if (i < 0) throw bad('has no role');
+    const fields = raw.split(':');
+    const role = fields[0] as Role;
+    if (fields.length < 2) throw bad('has no role');
     if (!ROLES.includes(role)) throw bad('has an unknown role');
-    if (!token) throw bad('has no token');
-    let label: string | undefined;
-    const j = token.indexOf(':');
-    if (j >= 0) {
-      label = token.slice(0, j);
-      token = token.slice(j + 1);
-      if (!LABEL.test(label) || !token) throw bad('has a bad label (1-64 of [A-Za-z0-9_.@-]) or no token after it');
+    if (fields.length > 3) throw bad('has more than two colons, which is ambiguous (a token may not hold a colon)');
+    const token = fields[fields.length - 1];
+    const label = fields.length === 3 ? fields[1] : undefined;
+    if (label !== undefined && !LABEL.test(label)) throw bad('has a bad label (1-64 of [A-Za-z0-9_.@-])');
+    if (!token) throw bad(label === undefined ? 'has no token' : 'has no token after its label');
+    if (token.length < MIN_TOKEN_LENGTH) {
+      throw bad(`has a token shorter than ${MIN_TOKEN_LENGTH} characters (make one with: openssl rand -hex 32)`);
     }
     if (seen.has(token) && seen.get(token) !== role) {
       throw new Error(`HERALD_TOKENS entry ${index + 1} gives a token two roles (${seen.get(token)} and ${role})`);
@@ -125,16 +126,22 @@ function hostName(value: string, scheme = ''): string | undefined {
   }
 }
 
+// The headers a reverse proxy adds. A proxy on this host connects from loopback and may pass
+// a loopback Host (nginx's default proxy_pass does), so only these show that the client is not.
+const PROXY_HEADERS = ['forwarded', 'x-forwarded-for', 'x-real-ip', 'via'] as const;
+
 /**
  * With auth off the server answers only to this machine. A browser page of another site can
  * still reach loopback: by DNS rebinding (its own name resolving to 127.0.0.1: the Host header
- * gives it away, 421) or by a cross-site form or fetch (the Origin header does, 403).
+ * gives it away, 421) or by a cross-site form or fetch (the Origin header does, 403). A client
+ * behind a reverse proxy on this host is not on this machine: its proxy's headers give it away (403).
  */
 function installLoopbackGuard(app: FastifyInstance): void {
-  // The OpenAPI document says so on every route (403 is already there for the roles).
+  // The OpenAPI document says so on every route: 421, and 403 for a proxied request (public
+  // routes have no 403 of their own).
   app.addHook('onRoute', (route) => {
     const response = route.schema?.response as Record<string, unknown> | undefined;
-    if (response) Object.assign(response, errors(421));
+    if (response) Object.assign(response, errors(403, 421));
   });
   // The Host header is the same on nearly every request: the answer for the last one is kept
   // (parsing it as a URL was a visible part of a single enqueue's time).
@@ -151,6 +158,11 @@ function installLoopbackGuard(app: FastifyInstance): void {
   app.addHook('onRequest', (request, reply, done) => {
     request.actor = { role: null };
     request.known = true;
+    const proxied = PROXY_HEADERS.find((h) => request.headers[h] !== undefined);
+    if (proxied !== undefined) {
+      reply.code(403).send(errorBody('HERALD_AUTH_REQUIRED', `this request came through a proxy (it carries ${proxied}) and this server has no HERALD_TOKENS: without tokens it serves loopback clients only; set HERALD_TOKENS to serve it through a proxy`));
+      return;
+    }
     const host = request.headers.host;
     if (host !== undefined && !loopbackHost(host)) {
       reply.code(421).send(errorBody('HERALD_MISDIRECTED', 'this server has no HERALD_TOKENS and answers only to a loopback Host (127.0.0.1, localhost, ::1)'));

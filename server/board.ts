@@ -11,10 +11,13 @@ const BOARD_DIR = path.join(ROOT, 'web', 'dist');
 
 const isBuilt = (dir: string) => fs.existsSync(path.join(dir, 'index.html'));
 
-/** `herald start`: builds the board when web/dist is missing (the same as `npm run build`). */
-export async function ensureBoardBuilt(logger: Logger, outDir = BOARD_DIR): Promise<void> {
+/**
+ * `herald start`: builds the board when web/dist is missing (the same as `npm run build`). The
+ * first line says where the board will be (`boardUrl`), before the build's wait.
+ */
+export async function ensureBoardBuilt(logger: Logger, boardUrl: string, outDir = BOARD_DIR): Promise<void> {
   if (isBuilt(outDir)) return;
-  logger.info({ outDir }, 'the board is not built: building it (npm run build)');
+  logger.info({ board: boardUrl, outDir }, `the board will be at ${boardUrl} in a moment: building it first (once; npm run build)`);
   const started = Date.now();
   await buildBoard(outDir);
   logger.info({ ms: Date.now() - started }, 'board built');

@@ -32,7 +32,7 @@ export interface StreamCluster {
 
 /**
  * Forks `processes` children running this same command (they skip the database start, see
- * bin/cli.ts) with `env` added, and resolves once all of them listen.
+ * bin/program.ts) with `env` added, and resolves once all of them listen.
  */
 export function startStreamCluster(processes: number, env: Record<string, string>, log: Logger): Promise<StreamCluster> {
   // Each child accepts from the shared listening socket itself. (Round robin through the primary

@@ -2,10 +2,13 @@
 // person can act on, and a stable `code` from the table in queue/errors.ts that clients switch
 // on. 4xx for what the caller can fix; 503 while the database is unreachable; 500 only for real
 // faults, logged with the request id and never with the stack in the reply.
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_CODES, HeraldError, type ErrorCode } from '../queue/errors.ts';
-import { MAX_ATTEMPTS_LIMIT, MAX_NAME_LENGTH, MAX_REQUIRES, MAX_TAGS, MAX_TIMEOUT_MS, NAME_RULE, QUEUE_LIMITS } from '../queue/defaults.ts';
+import { HISTORY_RANGES } from '../queue/history.ts';
+import { JOB_STATUSES } from '../queue/schema/jobs.ts';
+import { ON_PARENT_FAILURE } from '../queue/job.ts';
+import { BULK_ACTIONS, DEFAULTS, FLOW_NAME_RULE, MAX_ATTEMPTS_LIMIT, MAX_DRAINED_BODY, MAX_NAME_LENGTH, MAX_REQUIRES, MAX_TAGS, MAX_TIMEOUT_MS, NAME_RULE, QUEUE_LIMITS } from '../queue/defaults.ts';
 
 /** The reply body of an error: its status comes from the code's row in the table. */
 export function errorBody(code: ErrorCode, message: string) {
@@ -43,7 +46,7 @@ const RULES: Record<string, string> = {
   'idempotency-key': 'must be 1-255 characters',
   'last-event-id': 'must be a cursor this server sent (the `id:` of an event), or 0',
   jobs: 'must be a list of 1 to 1000 jobs',
-  limit: "must be an integer from 1 to 500 (to 1000 for a job's events)",
+  limit: `must be an integer from 1 to 500 (to ${DEFAULTS.eventsLimit} for a job's events, ${DEFAULTS.recentEventsMax} for the recent events)`,
   after: 'must be an event id (digits): the `next` of the previous page',
   before: 'must be a job id (digits)',
   id: 'must be a job id (digits)',
@@ -57,17 +60,23 @@ const RULES: Record<string, string> = {
   cron: 'must be a cron expression: 5 fields (minute hour day month weekday), or 6 with seconds first',
   timezone: 'must be an IANA time zone name, like UTC or Europe/Paris',
   name: `must be ${NAME_RULE}`,
+  // A name in a body is a flow's (a schedule's is in its path): text a person writes.
+  'body.name': `must be ${FLOW_NAME_RULE}`,
+  deadLetter: `must be ${NAME_RULE}, or null`,
   wait: 'must be a whole number of milliseconds from 0 to 60000',
-  status: 'must be one of queued, running, succeeded, failed, cancelled',
+  // Built from the lists the schemas accept, so a message cannot leave one out.
+  status: `must be one of ${[...JOB_STATUSES, 'scheduled'].join(', ')}`,
   lastEventId: 'must be a cursor this server sent (the `id:` of an event), or 0',
   payload: 'must be JSON, for example {"user":42}',
   error: 'must be 1-1000 characters',
   createdAfter: 'must be an ISO 8601 date-time with a time zone, e.g. 2030-01-01T12:00:00Z',
   createdBefore: 'must be an ISO 8601 date-time with a time zone, e.g. 2030-01-01T12:00:00Z',
-  action: 'must be one of retry, cancel, delete',
+  action: `must be one of ${BULK_ACTIONS.join(', ')}`,
   filter: 'must be an object of the GET /api/jobs filters (queue, status, kind, payload, error, createdAfter, createdBefore)',
   dryRun: 'must be true or false',
-  range: 'must be one of 1h, 24h, 7d',
+  dependsOn: 'must be a list of job ids (digits)',
+  onParentFailure: `must be one of ${ON_PARENT_FAILURE.join(', ')}`,
+  range: `must be one of ${Object.keys(HISTORY_RANGES).join(', ')}`,
 };
 
 interface AjvError {
@@ -120,7 +129,7 @@ export function validationMessage(errors: AjvError[], context: string | undefine
     case 'type':
       if (!path) return `the ${part} must be ${part === 'body' ? 'a JSON object' : String(e.params.type)}`;
   }
-  const rule = field ? RULES[field] : undefined;
+  const rule = field ? (RULES[`${part}.${field}`] ?? RULES[field]) : undefined;
   const name = part === 'header' ? `the ${HEADER_NAMES[path] ?? path} header` : path || part;
   return `${name} ${rule ?? e.message ?? 'is invalid'}${suffix}`;
 }
@@ -150,11 +159,33 @@ export function frameworkErrors(err: FastifyError, request: FastifyRequest, repl
   void reply.code(ERROR_CODES[code].status).send(errorBody(code, message));
 }
 
+/**
+ * Reads and drops the rest of a request body, up to `limit` bytes: Fastify refuses a body over
+ * its limit as soon as it knows (by content-length, before reading it) and closes the connection
+ * after the reply, so a client still writing its body got EPIPE or a reset, not the 413.
+ */
+function drain(raw: IncomingMessage, limit: number): Promise<void> {
+  if (raw.readableEnded || raw.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    let read = 0;
+    const done = () => {
+      raw.off('data', counted).off('end', done).off('close', done).off('error', done);
+      resolve();
+    };
+    const counted = (chunk: Buffer) => {
+      read += chunk.length;
+      if (read > limit) done();
+    };
+    raw.on('data', counted).once('end', done).once('close', done).once('error', done);
+    raw.resume();
+  });
+}
+
 const isBareError = (p: unknown): p is { statusCode: number; message: string } =>
   typeof p === 'object' && p !== null && 'statusCode' in p && 'message' in p && !('code' in p);
 
 export function installErrorHandlers(app: FastifyInstance): void {
-  app.setErrorHandler((err: FastifyError & { validationContext?: string }, request, reply) => {
+  app.setErrorHandler(async (err: FastifyError & { validationContext?: string }, request, reply) => {
     const send = (code: ErrorCode, message: string) => reply.code(ERROR_CODES[code].status).send(errorBody(code, message));
     if (err.validation) return send('HERALD_VALIDATION', validationMessage(err.validation, err.validationContext));
     if (err instanceof HeraldError) return send(err.code, err.message);
@@ -163,6 +194,8 @@ export function installErrorHandlers(app: FastifyInstance): void {
       return send('HERALD_UNSUPPORTED_MEDIA_TYPE', `content-type "${type}" is not accepted; send JSON with content-type: application/json`);
     }
     if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      request.log.debug({ contentLength: request.headers['content-length'] }, 'reading the rest of a body over the limit before the 413');
+      await drain(request.raw, MAX_DRAINED_BODY);
       return send('HERALD_BODY_TOO_LARGE', 'the request body is larger than 1 MiB; send fewer or smaller jobs per request');
     }
     if (isDatabaseUnavailable(err)) {

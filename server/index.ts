@@ -5,6 +5,7 @@ import { pino, type Logger } from 'pino';
 import type pg from 'pg';
 import { createPool } from '../queue/database.ts';
 import { Queue } from '../queue/queue.ts';
+import { ReadReplica } from '../queue/replica.ts';
 import { historyRollup } from '../queue/history-rollup.ts';
 import { DEFAULTS } from '../queue/defaults.ts';
 import { buildApp } from './app.ts';
@@ -16,6 +17,10 @@ import type { SessionLimits } from './stream/session.ts';
 
 export interface ServerOptions {
   databaseUrl: string;
+  /** HERALD_READ_URL: a streaming replica the stream and the board's reads use (docs/replicas.md). */
+  readUrl?: string;
+  /** HERALD_READ_MAX_LAG_MS: past this lag (or down) the replica is not read. */
+  readMaxLagMs?: number;
   /** Direct session for LISTEN (HERALD_LISTEN_URL); defaults to databaseUrl. */
   listenUrl?: string;
   host?: string;
@@ -48,6 +53,8 @@ export interface HeraldServer {
   hub: EventHub;
   queue: Queue;
   pool: pg.Pool;
+  /** The read replica (HERALD_READ_URL), when set. */
+  replica?: ReadReplica;
   /** Closes the app, the stream and the pool. */
   stop(): Promise<void>;
 }
@@ -57,10 +64,14 @@ export async function createServer(opts: ServerOptions): Promise<HeraldServer> {
   const tokens = parseTokens(opts.tokens);
   const pool = createPool(opts.databaseUrl, { max: opts.poolSize, logger, applicationName: 'herald:server' });
   const queue = new Queue(pool);
+  const replica = opts.readUrl ? new ReadReplica(opts.readUrl, pool, { maxLagMs: opts.readMaxLagMs, poolSize: opts.poolSize, logger }) : undefined;
+  const reads = replica ? new Queue(pool, { replica }) : queue;
   let hub: EventHub;
   try {
+    await replica?.start();
     hub = await EventHub.start({
       queue,
+      reads,
       listenUrl: opts.listenUrl ?? opts.databaseUrl,
       pool,
       logger,
@@ -71,15 +82,18 @@ export async function createServer(opts: ServerOptions): Promise<HeraldServer> {
       maxStreams: opts.maxStreams,
     });
   } catch (err) {
+    await replica?.stop();
     await pool.end();
     throw err;
   }
   const closing = new AbortController();
-  const alerts = new AlertWatch(queue, hub);
+  const alerts = new AlertWatch(queue, hub, replica);
   const app = await buildApp({
     queue,
+    reads,
+    replica,
     hub,
-    metrics: createMetrics(queue, hub, alerts),
+    metrics: createMetrics(queue, hub, alerts, replica),
     alerts,
     closing: closing.signal,
     tokens,
@@ -99,11 +113,13 @@ export async function createServer(opts: ServerOptions): Promise<HeraldServer> {
     hub,
     queue,
     pool,
+    replica,
     stop() {
       stopped ??= (async () => {
         await history.stop();
         await app.close();
         await hub.stop();
+        await replica?.stop();
         await pool.end();
       })();
       return stopped;

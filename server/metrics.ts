@@ -4,11 +4,14 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Queue } from '../queue/queue.ts';
 import type { EventHub } from './stream/hub.ts';
 import { isFinalFailure } from '../queue/alerts.ts';
+import { QUEUE_HEAD_LOOK_PAST } from '../queue/defaults.ts';
 import type { AlertWatch } from './alerts.ts';
+import type { ReadReplica } from '../queue/replica.ts';
+import { DURABLE_WAITS } from '../queue/search.ts';
 
 const STATUSES = ['queued', 'scheduled', 'running', 'succeeded', 'failed', 'cancelled'] as const;
 
-export function createMetrics(queue: Queue, hub: EventHub, alerts: AlertWatch): Registry {
+export function createMetrics(queue: Queue, hub: EventHub, alerts: AlertWatch, replica?: ReadReplica): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   // prom-client also exports these three per-type sums as gauges named *_total, which the
@@ -28,6 +31,23 @@ export function createMetrics(queue: Queue, hub: EventHub, alerts: AlertWatch): 
       // While the database is unreachable the scrape still answers, without these series.
       const rows = await queue.counts().catch(() => []);
       for (const row of rows) for (const s of STATUSES) this.set({ queue: row.queue, status: s }, row[s]);
+    },
+  });
+  // A subset of herald_jobs{status="scheduled"}: what sleeps (ctx.sleep) and what waits for a
+  // person or a webhook (ctx.waitFor) or for a job it invoked. A queue that had such a job since
+  // this server started keeps a series of each wait, so its count drops to 0 rather than vanishing.
+  const waited = new Set<string>();
+  new Gauge({
+    name: 'herald_jobs_waiting',
+    help: 'Queued jobs whose durable handler sleeps (sleep), waits for a signal (signal) or for a job it invoked (child), by queue',
+    labelNames: ['queue', 'waiting_for'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const rows = await queue.durableWaiting().catch(() => []);
+      for (const r of rows) waited.add(r.queue);
+      for (const q of waited) for (const w of DURABLE_WAITS) this.set({ queue: q, waiting_for: w }, 0);
+      for (const r of rows) this.set({ queue: r.queue, waiting_for: r.waitingFor }, r.jobs);
     },
   });
   new Gauge({
@@ -85,20 +105,37 @@ export function createMetrics(queue: Queue, hub: EventHub, alerts: AlertWatch): 
   });
 
   // What HeraldQueueStalled and HeraldNoWorker read: per queue with a ready job (paused and
-  // dead-letter queues left out), from an index walk of a few rows per queue, not a count.
-  const headGauge = (name: string, help: string, pick: (h: Awaited<ReturnType<AlertWatch['queueHeads']>>[number]) => number) =>
+  // dead-letter queues left out), from an index walk of a few rows per queue, not a count. A
+  // series is left out where its value is null (no ready job a live worker runs; a head that runs).
+  type Head = Awaited<ReturnType<AlertWatch['queueHeads']>>[number];
+  const headGauge = <L extends string>(name: string, help: string, labelNames: L[], pick: (h: Head) => [Record<L, string>, number] | null) =>
     new Gauge({
       name,
       help,
-      labelNames: ['queue'],
+      labelNames,
       registers: [registry],
       async collect() {
         this.reset();
-        for (const h of await alerts.queueHeads().catch(() => [])) this.set({ queue: h.queue }, pick(h));
+        for (const h of await alerts.queueHeads().catch(() => [])) {
+          const point = pick(h);
+          if (point) this.set(point[0], point[1]);
+        }
       },
     });
-  headGauge('herald_queue_oldest_ready_age_seconds', 'How long the oldest ready job of the queue has waited to start (queues with a ready job; not paused or dead-letter queues)', (h) => h.oldestReadyS);
-  headGauge('herald_queue_live_workers', 'Live workers that take the queue (same queues as herald_queue_oldest_ready_age_seconds)', (h) => h.liveWorkers);
+  headGauge(
+    'herald_queue_oldest_ready_age_seconds',
+    'How long the oldest ready job of the queue that a live worker runs has waited to start (not paused or dead-letter queues; ' +
+      `jobs no live worker runs are looked past, up to ${QUEUE_HEAD_LOOK_PAST.toLocaleString('en-US')} of them)`,
+    ['queue'],
+    (h) => (h.oldestReadyS === null ? null : [{ queue: h.queue }, h.oldestReadyS]),
+  );
+  headGauge(
+    'herald_queue_no_worker_age_seconds',
+    'How long the oldest ready job of the queue has waited while no live worker runs it (takes its queue, knows its kind, has the capabilities it requires); kind is its kind',
+    ['queue', 'kind'],
+    (h) => (h.noWorker ? [{ queue: h.queue, kind: h.noWorker.kind }, h.noWorker.seconds] : null),
+  );
+  headGauge('herald_queue_live_workers', 'Live workers that take the queue (queues with a ready job; not paused or dead-letter queues)', ['queue'], (h) => [{ queue: h.queue }, h.liveWorkers]);
 
   new Gauge({
     name: 'herald_sse_clients',
@@ -184,5 +221,27 @@ export function createMetrics(queue: Queue, hub: EventHub, alerts: AlertWatch): 
   tableGauge('herald_table_last_autovacuum_timestamp_seconds', 'Last autovacuum, Unix time', (t) =>
     t.lastAutovacuum ? Date.parse(t.lastAutovacuum) / 1000 : null,
   );
+  if (replica) replicaMetrics(registry, replica);
   return registry;
+}
+
+/** The read replica (HERALD_READ_URL), when there is one: what HeraldReplicaLagging reads. */
+function replicaMetrics(registry: Registry, replica: ReadReplica): void {
+  const gauge = (name: string, help: string, value: () => number) =>
+    new Gauge({ name, help, registers: [registry], collect() { this.set(value()); } });
+  gauge('herald_replica_lag_seconds', 'Age of the oldest write of the primary the read replica has not replayed (it grows while the replica is down)', () => replica.lagMs() / 1000);
+  gauge('herald_replica_max_lag_seconds', 'HERALD_READ_MAX_LAG_MS: past this lag the server reads the primary', () => replica.maxLagMs / 1000);
+  gauge('herald_replica_up', '1 while the read replica answers', () => (replica.status().up ? 1 : 0));
+  gauge('herald_replica_reading', '1 while reads go to the replica, 0 while they go to the primary', () => (replica.usable ? 1 : 0));
+  new Counter({
+    name: 'herald_replica_reads_total',
+    help: 'Reads of the stream and the board that this server sent to the replica or (while it was down or behind) the primary',
+    labelNames: ['on'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc({ on: 'replica' }, replica.served.replica);
+      this.inc({ on: 'primary' }, replica.served.primary);
+    },
+  });
 }

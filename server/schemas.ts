@@ -74,6 +74,16 @@ export const Job = Type.Object(
       enum: [...ON_PARENT_FAILURE, null],
       description: 'null for a job without parents',
     }),
+    wait: Nullable(
+      Type.Object({
+        type: OneOf(['sleep', 'signal', 'child'] as const),
+        name: Type.Optional(Type.String()),
+        until: Type.Optional(Nullable(DateTime())),
+        childId: Type.Optional(Type.String()),
+      }),
+      { description: 'a queued durable job: what its handler sleeps or waits for (ctx.sleep, waitFor, invoke); null otherwise' },
+    ),
+    invokedBy: Nullable(Type.String(), { description: 'a job made by ctx.invoke: the job that waits for its result' }),
   },
   { $id: 'Job', title: 'Job' },
 );

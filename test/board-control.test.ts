@@ -7,10 +7,11 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { TestDatabase } from './support/db.ts';
 import type { HeraldProcess } from './support/herald-process.ts';
-import { startBoardStack, watchPage, type BoardStack } from './support/board.ts';
+import { startBoardStack, watchPage, type OwnBoardStack } from './support/board.ts';
+import { shot } from './support/board-tab.ts';
 
 
-let stack: BoardStack;
+let stack: OwnBoardStack;
 let db: TestDatabase;
 let server: { proc: HeraldProcess; url: string };
 let worker: HeraldProcess;
@@ -91,6 +92,32 @@ it("the queue page says who last changed the settings, in the token's words", as
   await page.waitForSelector(`${tid('queue-updated')}:has-text("Settings last changed by alice (admin) at")`);
   await page.goto(`${server.url}/#/queues/plain-token-q`);
   await page.waitForSelector(`${tid('queue-updated')}:has-text("Settings last changed by an admin token at")`);
+  expect(errors).toEqual([]);
+  await close();
+});
+
+it("the queue page sets its dead-letter queue (a queue naming itself gets the one rule it broke), and the dead-letter queue's page says whose it is", async () => {
+  await db.queue.patchQueue('dlq-src', { concurrency: 3 });
+  const { page, errors, close } = await open('#/queues/dlq-src');
+  await page.waitForSelector(`${tid('queue-limits')}:has-text("dead letters none")`);
+  await page.fill(tid('queue-dead-letter'), 'dlq-src');
+  await page.click(tid('queue-save'));
+  await page.waitForSelector(`${tid('queue-settings-error')}:has-text("deadLetter must name another queue: queue dlq-src cannot be its own dead-letter queue")`);
+  expect(await page.textContent(tid('queue-settings-error'))).not.toContain('characters of');
+  expect((await db.queue.counts('dlq-src'))[0].deadLetter).toBeNull();
+
+  await page.fill(tid('queue-dead-letter'), 'dlq-src.dead');
+  await page.click(tid('queue-save'));
+  await page.waitForSelector(`${tid('queue-dead-letter-link')}:text-is("dlq-src.dead")`);
+  expect((await db.queue.counts('dlq-src'))[0].deadLetter).toBe('dlq-src.dead');
+  await page.setViewportSize({ width: 1920, height: 1000 });
+  await shot(page, 'board-queue-dead-letter-1920.png');
+  await page.setViewportSize({ width: 1280, height: 900 });
+
+  await page.click(tid('queue-dead-letter-link'));
+  await page.waitForSelector(`${tid('queue-state')}:text-is("dead-letter")`);
+  expect(await page.innerText(tid('queue-dead-letter-of'))).toMatch(/^The dead-letter queue of dlq-src: it holds a copy of each of their jobs that failed for good/);
+  await shot(page, 'board-queue-dead-letter-page.png');
   expect(errors).toEqual([]);
   await close();
 });

@@ -3,27 +3,28 @@
 // count, confirm, live progress) and the queue history charts (live, and kept across a reload).
 // Every wait is for something the screen shows; nothing asserts a duration.
 //
-// Screenshots go to test-artifacts/; with HERALD_DOCS_SCREENSHOT=1 also to docs/ for the README:
-//   HERALD_DOCS_SCREENSHOT=1 npx vitest run test/board-find.test.ts
+// It runs on the run's shared board stack, keeping to its own queues.
+// Screenshots go to test-artifacts/; with HERALD_DOCS_SCREENSHOT=1 (`npm run screenshots`) also to
+// docs/ for the README, made on a stack of the file's own so that only its queues are on them.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callApi, startBoardStack, watchPage, type BoardStack } from './support/board.ts';
-import type { HeraldProcess } from './support/herald-process.ts';
+import { callApi, sharedBoardStack, startBoardStack, watchPage, type BoardStack } from './support/board.ts';
 import { waitFor } from './support/wait.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOCS_SHOT = process.env.HERALD_DOCS_SCREENSHOT === '1';
 
 let stack: BoardStack;
-let server: { proc: HeraldProcess; url: string };
+let server: { url: string };
 let browser: Browser;
 
 interface Job {
   id: string;
   status: string;
+  lastError?: { reason?: string } | null;
 }
 
 const call = <T>(method: string, route: string, body?: unknown) => callApi<T>(server.url, method, route, body);
@@ -52,7 +53,7 @@ async function shot(page: Page, name: string) {
 }
 
 beforeAll(async () => {
-  stack = await startBoardStack({ workerArgs: ['--concurrency', '20'] });
+  stack = DOCS_SHOT ? await startBoardStack({ workerArgs: ['--concurrency', '20'] }) : await sharedBoardStack();
   ({ browser } = stack);
   [server] = stack.servers;
 }, 180_000);
@@ -108,6 +109,7 @@ describe('find and act on the board', () => {
     await page.click(tid('bulk-preview'));
     const question = await page.waitForSelector(tid('bulk-question'));
     expect(await question.textContent()).toBe(`retry ${N} failed jobs in queue billing?`);
+    expect(await page.getAttribute(tid('bulk-would'), 'data-would')).toBe(String(N));
     await shot(page, 'board-bulk.png');
 
     await page.click(tid('bulk-confirm'));
@@ -120,6 +122,27 @@ describe('find and act on the board', () => {
     expect(statuses.length).toBe(N);
     const events = await call<{ events: { type: string; data: { by?: unknown } }[] }>('GET', `/api/jobs/${(await list('queue=billing&limit=1')).jobs[0].id}/events`);
     expect(events.events.find((e) => e.type === 'retried')?.data.by).toEqual({ role: null });
+    expect(errors).toEqual([]);
+    await close();
+  }, 120_000);
+
+  // The bulk actions offered retry, cancel and delete, not redrive; and the dry run counted every
+  // match, not what the action would change.
+  it('redrives a dead-letter queue: the dry run says how many copies go back, and that many do', async () => {
+    await call('PATCH', '/api/queues/pay', { deadLetter: 'pay-dead' });
+    await batch(Array.from({ length: 3 }, (_, i) => ({ kind: 'fail', queue: 'pay', payload: { message: `declined ${i}` }, maxAttempts: 1 })));
+    await waitFor(async () => (await list('queue=pay-dead&status=queued&limit=100')).jobs.length === 3, { what: 'three copies parked', timeoutMs: 30_000 });
+    const { page, errors, close } = await openPage('#/jobs?queue=pay-dead');
+    await page.waitForSelector('[data-testid^="job-row-"][data-status="queued"]');
+    await page.selectOption(tid('bulk-action'), 'redrive');
+    await page.click(tid('bulk-preview'));
+    expect(await (await page.waitForSelector(tid('bulk-question'))).textContent()).toBe('redrive 3 jobs in queue pay-dead?');
+    expect(await page.getAttribute(tid('bulk-would'), 'data-would')).toBe('3');
+    await page.click(tid('bulk-confirm'));
+    await page.waitForSelector(`${tid('bulk-result')}[data-affected="3"]`);
+    // Each copy names the job it went back as.
+    const copies = (await list('queue=pay-dead&limit=100')).jobs.filter((j) => j.status === 'cancelled');
+    expect(copies.map((j) => j.lastError?.reason)).toEqual(['redriven', 'redriven', 'redriven']);
     expect(errors).toEqual([]);
     await close();
   }, 120_000);

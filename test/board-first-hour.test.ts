@@ -1,6 +1,6 @@
-// What a new user meets on the board in the first hour, in headless Chromium against a real
-// `herald server` (and one with HERALD_TOKENS) and a real `herald worker` on this file's own
-// database: the schedules page fits 1280 px, live rows read as a reload does, the job page speaks
+// What a new user meets on the board in the first hour, in headless Chromium against the run's
+// shared board stack (a real `herald server`, one with HERALD_TOKENS, a real `herald worker`),
+// keeping to queues of its own: the schedules page fits 1280 px, live rows read as a reload does, the job page speaks
 // in sentences, the overview starts from stored history, the token prompt tells the truth, the
 // queue page is the page of one queue, and the small things. Every wait is for what the screen
 // (or the API) shows; nothing asserts a duration.
@@ -9,19 +9,19 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callApi, demoTraffic, openBoard, startBoardStack, watchPage, type BoardStack } from './support/board.ts';
-import type { HeraldProcess } from './support/herald-process.ts';
+import { callApi, demoTraffic, openBoard, sharedBoardStack, startBoardStack, watchPage, type BoardStack } from './support/board.ts';
 import { waitFor } from './support/wait.ts';
+import { vacuumOverdue } from '../web/src/lib/bloat.ts';
 
 // The README's screenshots (docs/board-{overview,queue,job,schedules}.png) come from the last
-// test, after a minute and a half of demo traffic:
-//   HERALD_DOCS_SCREENSHOT=1 npx vitest run test/board-first-hour.test.ts -t screenshots
+// test, after a minute and a half of demo traffic on a stack of its own: `npm run screenshots`
+// runs it (npm test does not).
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DOCS_SHOT = process.env.HERALD_DOCS_SCREENSHOT === '1';
 
 let stack: BoardStack;
-let server: { proc: HeraldProcess; url: string };
-let secured: { proc: HeraldProcess; url: string };
+let server: { url: string };
+let secured: { url: string };
 let browser: Browser;
 
 interface Job {
@@ -51,10 +51,7 @@ const tableRows = (page: Page) =>
   );
 
 beforeAll(async () => {
-  stack = await startBoardStack({
-    workerArgs: ['--concurrency', '20'],
-    serverEnvs: [{}, { HERALD_TOKENS: 'viewer:viewer-secret,admin:admin-secret' }],
-  });
+  stack = await sharedBoardStack();
   ({ browser } = stack);
   [server, secured] = stack.servers;
 }, 180_000);
@@ -196,12 +193,34 @@ describe('the board, as a new user meets it', () => {
     expect(await rate.textContent()).toMatch(/^[\d.]+\/s$/);
     await page.waitForFunction(() => Number(document.querySelector('[data-testid="chart-rates"]')?.getAttribute('data-nonzero')) > 0);
     await page.waitForFunction(() => Number(document.querySelector('[data-testid="chart-latency"]')?.getAttribute('data-nonzero')) > 0);
+    // The live feed shows the events from before the reload, not "Waiting for events…"
+    // (mutation caught: the store's #seedRecent call left out of #loadQueues).
+    await page.waitForSelector(`${tid('recent-events')} tbody tr[data-queue="hist"]`);
     // The live events table: the Attempt header sits over its values.
     await enqueue({ kind: 'echo', queue: 'hist' });
     await page.waitForSelector(`${tid('recent-events')} tbody td.num`);
     const align = await page.$$eval(`${tid('recent-events')} th`, (ths) => getComputedStyle(ths.find((th) => th.textContent === 'Attempt')!).textAlign);
     const valueAlign = await page.$eval(`${tid('recent-events')} tbody td.num`, (td) => getComputedStyle(td).textAlign);
     expect(align).toBe(valueAlign);
+    expect(problems).toEqual([]);
+    await close();
+  });
+
+  it('the enqueue form sends group, tags, an idempotency key and dependsOn', async () => {
+    const parent = await enqueue({ kind: 'sleep', queue: 'form', payload: { ms: 1 } });
+    const { page, problems, close } = await open(server.url, '#/enqueue?kind=echo&queue=form');
+    await page.fill(tid('enqueue-group'), 'tenant-7');
+    await page.fill(tid('enqueue-tags'), 'vip, eu');
+    await page.fill(tid('enqueue-idempotency-key'), 'form-once');
+    await page.fill(tid('enqueue-depends-on'), parent.id);
+    await page.click(tid('enqueue-submit'));
+    const id = (await (await page.waitForSelector(tid('enqueue-success'))).textContent())!.replace('Job #', '');
+    const job = await call<Job & { group: string; tags: string[]; idempotencyKey: string; dependsOn: string[] }>('GET', `/api/jobs/${id}`);
+    expect(job).toMatchObject({ group: 'tenant-7', tags: ['vip', 'eu'], idempotencyKey: 'form-once', dependsOn: [parent.id] });
+    // The same key again is the same job.
+    await page.click(tid('enqueue-submit'));
+    expect(await (await page.waitForSelector(`${tid('enqueue-existing')} a`)).textContent()).toBe(`job #${id}`);
+    expect((await list('queue=form&kind=echo')).map((j) => j.id)).toEqual([id]);
     expect(problems).toEqual([]);
     await close();
   });
@@ -220,7 +239,7 @@ describe('the board, as a new user meets it', () => {
     expect(await page.textContent(tid('token-button'))).not.toContain('✓');
     expect(await page.textContent(tid('kpi-running'))).toBe('—');
 
-    await page.fill(tid('token-input'), 'viewer-secret');
+    await page.fill(tid('token-input'), 'viewer-secret-0001');
     await page.click(tid('token-submit'));
     await page.waitForSelector(tid('token-form'), { state: 'detached' });
     await page.waitForSelector(`${tid('token-button')}:text-is("Token ✓")`);
@@ -260,7 +279,7 @@ describe('the board, as a new user meets it', () => {
         return { live: n(cells[1].textContent), dead: n(cells[2].textContent), hot: r.querySelector('[data-hot]')?.getAttribute('data-hot') };
       }),
     );
-    for (const b of bars) expect(b.hot, JSON.stringify(b)).toBe(String(b.dead > 50 + 0.2 * b.live));
+    for (const b of bars) expect(b.hot, JSON.stringify(b)).toBe(String(vacuumOverdue(b.live, b.dead)));
 
     // Every page, back and forth: Svelte warns (derived_inert and the like) on the console.
     for (const hash of ['#/', '#/queues/hist', '#/jobs', `#/jobs/${ahead.id}`, '#/schedules', '#/workers', '#/health', '#/queues/small', '#/', '#/enqueue', '#/jobs?queue=small']) {
@@ -280,12 +299,16 @@ describe('the board, as a new user meets it', () => {
       ['webhook-sweep', '*/5 * * * *', 'UTC', { kind: 'echo', queue: 'webhooks' }],
       ['weekly-digest', '0 8 * * 1', 'America/New_York', { kind: 'echo', queue: 'emails', payload: { digest: true } }],
     ] as const;
+    // A stack of its own: only the demo's queues on the pictures.
+    const own = await startBoardStack({ workerArgs: ['--concurrency', '20'] });
+    const base = own.servers[0].url;
+    const call = <T>(method: string, route: string, body?: unknown) => callApi<T>(base, method, route, body);
     for (const [name, cron, timezone, job] of schedules) await call('PUT', `/api/schedules/${name}`, { cron, timezone, job, paused: name === 'weekly-digest' });
     await call('POST', '/api/schedules/webhook-sweep/run');
     await call('POST', '/api/schedules/nightly-report/run');
     const queues = ['emails', 'reports', 'images', 'webhooks'];
     const traffic = demoTraffic((jobs) => call('POST', '/api/jobs/batch', { jobs }), queues);
-    const context = await browser.newContext({ viewport: { width: 1280, height: 1020 } });
+    const context = await own.browser.newContext({ viewport: { width: 1280, height: 1020 } });
     context.setDefaultTimeout(30_000);
     const page = await context.newPage();
     const problems = watchPage(page);
@@ -298,29 +321,29 @@ describe('the board, as a new user meets it', () => {
     try {
       await new Promise((r) => setTimeout(r, 90_000)); // history to show: pacing, not waiting
       // Opened after the traffic began: the charts start from stored history, then go on live.
-      await page.goto(`${server.url}/#/`);
+      await page.goto(`${base}/#/`);
       for (const q of queues) await page.waitForSelector(tid(`queue-row-${q}`));
       await page.waitForFunction(() => Number(document.querySelector('[data-testid="chart-rates"]')?.getAttribute('data-nonzero')) > 100);
       await page.waitForSelector(`${tid('recent-events')} >> text=claimed`);
       await save('board-overview.png');
 
-      await page.goto(`${server.url}/#/queues/emails`);
+      await page.goto(`${base}/#/queues/emails`);
       await page.waitForSelector(`${tid('history')}[data-loaded^="emails/1h/"]`);
       await page.waitForSelector(`${tid('newest-jobs')} tr[data-status]`);
       await save('board-queue.png', true);
 
-      const job = await enqueue({ kind: 'progress', queue: 'reports', priority: 10, payload: { steps: 20, stepMs: 600 } });
-      await page.goto(`${server.url}/#/jobs/${job.id}`);
+      const job = await call<Job>('POST', '/api/jobs', { kind: 'progress', queue: 'reports', priority: 10, payload: { steps: 20, stepMs: 600 } });
+      await page.goto(`${base}/#/jobs/${job.id}`);
       await page.waitForFunction(() => Number(document.querySelector('[data-testid="job-progress"]')?.getAttribute('data-percent')) >= 40);
       await save('board-job.png');
 
-      await page.goto(`${server.url}/#/schedules`);
+      await page.goto(`${base}/#/schedules`);
       await page.waitForSelector(`${tid('schedule-last-job-webhook-sweep')} a`);
       await save('board-schedules.png');
+      expect(problems).toEqual([]);
     } finally {
       await traffic.stop();
+      await own.stop();
     }
-    expect(problems).toEqual([]);
-    await context.close();
   }, 240_000);
 });

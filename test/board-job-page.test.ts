@@ -1,7 +1,7 @@
 // A job's page on the board, in a real browser: headless Debian Chromium driven by
-// playwright-core, against a real `herald server` and a real `herald worker` (built-in demo tasks)
-// on this file's own database. The page follows progress and shows every event; retry and cancel
-// go through a confirm; untrusted text stays text; with HERALD_TOKENS (a second server) it asks
+// playwright-core, against the run's shared board stack (a real `herald server` and a real
+// `herald worker`), in queues of this file's own. The page follows progress and shows every event; retry, run now
+// and cancel go through a confirm; untrusted text stays text; with HERALD_TOKENS (a second server) it asks
 // for a token, and a viewer's retry is a plain 403. Everything is awaited on what the screen
 // shows; nothing sleeps to wait for a state, and nothing asserts a duration. A job the test must
 // see running or mid-way is a `gated` job (test/support/gates.ts).
@@ -10,23 +10,21 @@
 import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { boardApi, expectCleanTab, holdReplies, jobStatus, percentWhere, shot, streamLog, streamState, tabOpener, tid, timelineIds, useGatedBoard } from './support/board-tab.ts';
-import type { HeraldProcess } from './support/herald-process.ts';
 import type { Gate, Gates } from './support/gates.ts';
 import { waitFor } from './support/wait.ts';
 
 const XSS = `<script>window.__xss=1</script><img src=x onerror="window.__xss=2">`;
 
-let server: { proc: HeraldProcess; url: string };
+let server: { url: string };
 let browser: Browser;
 let gates: Gates;
-/** A second server on the same database, with HERALD_TOKENS set. */
-let secured: { proc: HeraldProcess; url: string };
-const TOKENS = 'viewer:viewer-secret,admin:admin-secret';
+/** The shared stack's second server, with HERALD_TOKENS set. */
+let secured: { url: string };
 
 const { enqueue, getJob, getEvents, waitForJob } = boardApi(() => server.url);
 const openTab = tabOpener(() => browser);
 
-useGatedBoard([{}, { HERALD_TOKENS: TOKENS }], (stack, gated) => {
+useGatedBoard('shared', (stack, gated) => {
   gates = gated;
   ({ browser } = stack);
   [server, secured] = stack.servers;
@@ -152,6 +150,49 @@ describe('the board in Chromium', () => {
     await tab.close();
   });
 
+  it("runs a scheduled job now from its page, and a queue's scheduled jobs with the bulk action; each promoted event is on the timeline", async () => {
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const job = await enqueue({ kind: 'echo', queue: 'board', runAt: later });
+    const done = await enqueue({ kind: 'echo', queue: 'board' });
+    await waitForJob(done.id, (j) => j.status === 'succeeded', 'succeeded');
+    // A finished job cannot be run now; its button says why.
+    const finished = await openTab(server.url, `#/jobs/${done.id}`);
+    await jobStatus(finished.page, 'succeeded');
+    expect(await finished.page.isDisabled(tid('run-now-button'))).toBe(true);
+    expect(await finished.page.getAttribute(tid('run-now-button'), 'title')).toMatch(/^Only a queued job waiting out its backoff or its run-at time/);
+    await finished.close();
+
+    const tab = await openTab(server.url, `#/jobs/${job.id}`);
+    const { page } = tab;
+    await page.waitForSelector(`${tid('job-waiting')}[data-reason="scheduled"]`);
+    expect(await page.isDisabled(tid('retry-button'))).toBe(true);
+    await page.click(tid('run-now-button'));
+    await page.waitForSelector(`${tid('confirm-bar')}:has-text("Run job #${job.id} now?")`);
+    await page.click(tid('confirm-button'));
+    await page.waitForSelector(`${tid('action-done')}:text-is("Run now: the job is due at once.")`);
+    await jobStatus(page, 'succeeded');
+    const promoted = await page.waitForSelector(`${tid('timeline-event')}[data-type="promoted"]`);
+    expect(await promoted.textContent()).toMatch(/run now by someone \(auth is off\) · was due/);
+    await shot(page, 'board-run-now.png', { fullPage: true });
+    expectCleanTab(tab);
+    await tab.close();
+
+    const ids = await Promise.all([1, 2, 3].map(async () => (await enqueue({ kind: 'echo', queue: 'job-page-run-now', runAt: later })).id));
+    const list = await openTab(server.url, '#/jobs?queue=job-page-run-now&status=scheduled');
+    await list.page.waitForFunction(() => document.querySelectorAll('[data-testid^="job-row-"]').length === 3);
+    await list.page.selectOption(tid('bulk-action'), 'run_now');
+    await list.page.click(tid('bulk-preview'));
+    expect(await (await list.page.waitForSelector(tid('bulk-question'))).textContent()).toBe('run now 3 scheduled jobs in queue job-page-run-now?');
+    expect(await list.page.getAttribute(tid('bulk-would'), 'data-would')).toBe('3');
+    await list.page.click(tid('bulk-confirm'));
+    await list.page.waitForSelector(`${tid('bulk-result')}[data-affected="3"]`);
+    await list.page.waitForSelector(`${tid('bulk-result')}[data-changed="3"]`);
+    for (const id of ids) await waitForJob(id, (j) => j.status === 'succeeded', 'succeeded after run now');
+    await shot(list.page, 'board-bulk-run-now.png');
+    expectCleanTab(list);
+    await list.close();
+  });
+
   it('cancels a running job from its page', async () => {
     // Never opened: the job runs until the cancel aborts its wait.
     const job = await enqueue({ kind: 'gated', queue: 'board', payload: { gate: gates.create().url } });
@@ -214,7 +255,7 @@ describe('the board in Chromium', () => {
     await page.waitForSelector(`${tid('token-form')} ${tid('auth-error')}:has-text("unknown token")`);
     expect(await page.$$eval(tid('auth-error'), (els) => els.length)).toBe(1);
 
-    await page.fill(tid('token-input'), 'viewer-secret');
+    await page.fill(tid('token-input'), 'viewer-secret-0001');
     await page.click(tid('token-submit'));
     await page.waitForSelector(tid('token-form'), { state: 'detached' });
     await page.waitForSelector(tid('queue-row-board'));

@@ -6,14 +6,15 @@
 // state, and nothing asserts a duration. A job the test must see running is a `gated` job
 // (test/support/gates.ts).
 //
-// Artifacts: test-artifacts/board-*.png (ignored by git). The README's screenshots are made by
-// test/board-first-hour.test.ts.
+// Artifacts: test-artifacts/board-*.png (ignored by git). The last test makes screenshots of the
+// overview, a job page and the jobs table with jobs in motion: `npm run screenshots` runs it (npm
+// test does not). The README's screenshots are made by test/board-first-hour.test.ts.
 import fs from 'node:fs';
 import pg from 'pg';
 import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import type { TestDatabase } from './support/db.ts';
-import { demoTraffic, type BoardStack } from './support/board.ts';
+import { demoTraffic, type OwnBoardStack } from './support/board.ts';
 import { boardApi, expectCleanTab, jobStatus, percentWhere, rowStatus, shot, streamState, tabOpener, tid, timelineIds, useGatedBoard } from './support/board-tab.ts';
 import type { HeraldProcess } from './support/herald-process.ts';
 import type { Gates } from './support/gates.ts';
@@ -22,8 +23,9 @@ import { postToRow } from '../bench/board-latency.ts';
 import { waitFor } from './support/wait.ts';
 
 const TERMINAL = ['succeeded', 'failed', 'cancelled'];
+const SHOTS = process.env.HERALD_DOCS_SCREENSHOT === '1';
 
-let stack: BoardStack;
+let stack: OwnBoardStack;
 let db: TestDatabase;
 let server: { proc: HeraldProcess; url: string };
 let browser: Browser;
@@ -32,7 +34,7 @@ let gates: Gates;
 const { call, enqueue, getEvents } = boardApi(() => server.url);
 const openTab = tabOpener(() => browser);
 
-useGatedBoard(undefined, (started, gated) => {
+useGatedBoard('own', (started, gated) => {
   stack = started;
   gates = gated;
   ({ db, browser } = stack);
@@ -197,7 +199,7 @@ describe('the board in Chromium', () => {
     }
   });
 
-  it('overview with queues and jobs in motion (screenshots)', async () => {
+  it.runIf(SHOTS)('overview with queues and jobs in motion (screenshots)', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const tab = await openTab(server.url, '#/', context);
     const { page } = tab;

@@ -4,10 +4,11 @@
 // for what the screen (or the API) shows; nothing asserts a duration.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callApi, openBoard, startBoardStack, type BoardStack } from './support/board.ts';
+import { callApi, openBoard, startBoardStack, type OwnBoardStack } from './support/board.ts';
 import { waitFor } from './support/wait.ts';
+import { shot } from './support/board-tab.ts';
 
-let stack: BoardStack;
+let stack: OwnBoardStack;
 let url: string;
 let browser: Browser;
 
@@ -30,7 +31,7 @@ const open = (hash: string) => openBoard(browser, url, hash);
 
 beforeAll(async () => {
   // The worker takes only `work`: the dead-letter queue keeps its copies, and `orphans` has no
-  // live worker, which is what HeraldNoWorker looks at (a queue nobody takes, not a kind).
+  // live worker: HeraldNoWorker (here for a queue nobody takes; server-alerts.test.ts has a kind nobody knows).
   stack = await startBoardStack({ workerArgs: ['--queues', 'work', '--concurrency', '4'] });
   ({ browser } = stack);
   url = stack.servers[0].url;
@@ -80,13 +81,22 @@ describe('the board, for an operator', () => {
     });
     const alert = `${tid('health-alert')}[data-alert="HeraldNoWorker"]`;
     await page.waitForSelector(alert);
-    expect(await page.innerText(alert)).toMatch(/^HeraldNoWorker: queue orphans has had ready jobs/);
+    expect(await page.innerText(alert)).toMatch(/^HeraldNoWorker: the oldest ready job of queue orphans \(kind echo\) has waited/);
     expect((await alertsNow()).map((a) => [a.alert, a.queue])).toEqual([['HeraldNoWorker', 'orphans']]);
+    // Its runbook opens on the page: what to do, from docs/alerts.md.
+    await page.click(`${alert} ${tid('health-runbook')} summary`);
+    expect(await page.innerText(`${alert} ${tid('health-runbook')}`)).toMatch(/start one \(npx herald worker --queues Q\)/);
+    await shot(page, 'board-health-runbook.png');
+    // Every page's header says so too (mutation caught: AlertsBadge left out of Header.svelte).
+    await page.evaluate(() => (location.hash = '#/jobs'));
+    await page.waitForSelector(`${tid('header-alerts')}[data-alerts~="HeraldNoWorker"]`);
+    await page.evaluate(() => (location.hash = '#/health'));
 
     for (const j of made.jobs) await call('POST', `/api/jobs/${j.id}/cancel`);
     await page.waitForSelector(alert, { state: 'detached' });
     await page.waitForSelector(tid('health-no-alerts'));
     expect(await alertsNow()).toEqual([]);
+    await page.waitForSelector(tid('header-alerts'), { state: 'detached' });
     expect(problems).toEqual([]);
     await close();
   });

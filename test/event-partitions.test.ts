@@ -8,7 +8,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { formatCursor } from '../queue/cursor.ts';
 import { openStream, testServer, type TestServer } from './server-support.ts';
 import { createTestDatabase, type TestDatabase } from './support/db.ts';
-import { lockWaitersReach } from './support/lock-waiters.ts';
+import { lockWaitersReach, lockWaitsHold, pidOf, type LockWait } from './support/lock-waiters.ts';
+import { createPool } from '../queue/database.ts';
+import { Queue } from '../queue/queue.ts';
 import { rollupAll } from './support/history.ts';
 import { waitFor } from './support/wait.ts';
 
@@ -42,6 +44,40 @@ async function burnXidsTo(pool: pg.Pool, hi: bigint): Promise<void> {
         BEGIN INSERT INTO burn VALUES (i); EXCEPTION WHEN others THEN NULL; END;
       END LOOP;
     END $$`);
+}
+
+/** A Queue on a pool of its own, named `name` in pg_stat_activity; ended after the test. */
+const pools: pg.Pool[] = [];
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((p) => p.end()));
+});
+function named(name: string): Queue {
+  const pool = createPool(db!.url, { max: 2, applicationName: name });
+  pools.push(pool);
+  return new Queue(pool);
+}
+
+/**
+ * Runs `maintain` while the reader blocks it, and an enqueue of `writer` after it; returns once
+ * both ended, having seen the writer queued behind the maintainer (pg_blocking_pids) before the
+ * maintainer gave up. The lock timeout must outlast that look: when the maintainer gives up first
+ * (a loaded machine), it runs again with a longer one. The interleaving is seen, never assumed.
+ */
+async function writerQueuedBehind(readerPid: number, writer: Queue, maintain: (lockMs: number) => Promise<number>) {
+  for (let lockMs = 2_000; lockMs <= 32_000; lockMs *= 2) {
+    let settled = false;
+    const maintaining = maintain(lockMs).finally(() => (settled = true));
+    const seen = (waits: LockWait) => waitFor(async () => ((await lockWaitsHold(db!.pool, waits)) ? 'seen' : settled && 'late'), { what: 'a wait, or the maintainer to end' });
+    if ((await seen({ waiter: { app: 'maintainer' }, holder: readerPid })) === 'late') {
+      await maintaining;
+      continue;
+    }
+    const writing = writer.enqueue({ kind: 'k' });
+    const queued = await seen({ waiter: { app: 'writer' }, holder: { app: 'maintainer' } });
+    const [result, { job }] = await Promise.all([maintaining, writing]);
+    if (queued === 'seen') return { maintainer: result, job };
+  }
+  throw new Error('the maintainer gave up before the writer was seen waiting for it, even with a 32 s lock timeout');
 }
 
 describe('event partitions', () => {
@@ -144,7 +180,7 @@ describe('event partitions', () => {
       await locker.query('SELECT 1 FROM herald.jobs WHERE id = $1 FOR UPDATE', [held.id]);
       // Batches of 5 events read: the copy waits on the held job in its third batch, two in.
       dropping = q.dropEventPartitions(0, 60_000, { batch: 5, small: 3 });
-      await lockWaitersReach(db.pool, 1);
+      await lockWaitersReach(db.pool, { waiter: { app: 'herald' }, holder: await pidOf(locker) });
       expect(Number((await db.pool.query(`SELECT count(*) FROM herald.job_events_staging`)).rows[0].count)).toBe(10);
       // Nobody holds the log exclusively; writers and a reader of the whole log go on meanwhile.
       // pg_locks is cluster-wide, and a test database cloned from the template has the same oids:
@@ -155,8 +191,9 @@ describe('event partitions', () => {
       );
       expect(exclusive.rowCount).toBe(0);
       await q.cancel(queued[0].id); // a new event of a kept job, in a newer partition
-      // A job deleted after its batch was copied: retention finds its events in the staging later.
+      // A job deleted after its batch was copied: its copies in the staging go with it.
       expect((await q.bulk('delete', { queue: 'bulk' })).affected).toBe(1);
+      expect(Number((await db.pool.query(`SELECT count(*) FROM herald.job_events_staging`)).rows[0].count)).toBe(8);
       const { job: fresh } = await q.enqueue({ kind: 'k', queue: 'fresh' });
       expect((await db.pool.query(`SELECT count(*)::int AS n FROM herald.job_events WHERE job_id = $1`, [fresh.id])).rows[0].n).toBe(1);
     } finally {
@@ -169,8 +206,8 @@ describe('event partitions', () => {
     // The kept events sit in a partition of the dropped range, each once, in (tx, id) order with the rest.
     const kept = (await partitions(db.pool)).find((p) => p.part.startsWith('herald.job_events_kept_'))!;
     expect(await partitionsOf(db.pool, held.id)).toEqual([kept.part]);
-    expect(await partitionsOf(db.pool, bulkDeleted.id)).toContain(kept.part);
-    expect((await db.pool.query(`SELECT count(*)::int AS n FROM ${kept.part}`)).rows[0].n).toBe(oldEvents - 12); // not the 6 jobs gone
+    expect(await partitionsOf(db.pool, bulkDeleted.id)).not.toContain(kept.part); // only its 'deleted' event is left, in a newer partition
+    expect((await db.pool.query(`SELECT count(*)::int AS n FROM ${kept.part}`)).rows[0].n).toBe(oldEvents - 14); // not the 7 jobs gone
     expect((await db.pool.query(`SELECT count(*)::int AS n FROM herald.job_events WHERE queue = 'gone'`)).rows[0].n).toBe(0);
     const timeline = (await db.pool.query(`SELECT type FROM herald.job_events WHERE job_id = $1 ORDER BY tx, id`, [queued[0].id])).rows;
     expect(timeline.map((r) => r.type)).toEqual(['enqueued', 'cancelled']);
@@ -189,26 +226,24 @@ describe('event partitions', () => {
   it('a maintainer that cannot have its locks gives up within its lock timeout, holds no writer back, and succeeds next pass', async () => {
     db = await createTestDatabase();
     const q = db.queue;
+    const maintainer = named('maintainer');
+    const writer = named('writer');
     // The migration's first partition, empty here and closed: due for retention at once.
     const first = (await partitions(db.pool))[0].part;
     const reader = await db.pool.connect();
     try {
       await reader.query('BEGIN');
       await reader.query('SELECT count(*) FROM herald.job_events'); // a long reader: every partition locked
+      const readerPid = await pidOf(reader);
       // A writer that comes while the maintainer waits queues behind it only until it gives up,
-      // not until the reader ends: both finish while the reader is still open.
-      // Lock timeouts of 3 s: long enough for the wait to be seen on a loaded machine.
-      const dropping = q.dropEventPartitions(0, 3_000);
-      await lockWaitersReach(db.pool, 1);
-      const writing = q.enqueue({ kind: 'k' });
-      expect(await dropping).toBe(0);
-      const { job } = await writing;
-      expect(await partitionsOf(db.pool, job.id)).toEqual([DEFAULT_PART]);
-      const adding = q.prepareEventPartitions({ width: 1000n, lead: 1000n, slackXids: 1, lockMs: 3_000 });
-      await lockWaitersReach(db.pool, 1);
-      const writing2 = q.enqueue({ kind: 'k' });
-      expect(await adding).toBe(-1);
-      await writing2;
+      // not until the reader ends: both finish while the reader is still open. Caught:
+      // stage_event_partition without its lock_timeout (the writer waits with it for the reader).
+      const drop = await writerQueuedBehind(readerPid, writer, (lockMs) => maintainer.dropEventPartitions(0, lockMs));
+      expect(drop.maintainer).toBe(0);
+      expect(await partitionsOf(db.pool, drop.job.id)).toEqual([DEFAULT_PART]);
+      const add = await writerQueuedBehind(readerPid, writer, (lockMs) =>
+        maintainer.prepareEventPartitions({ width: 1000n, lead: 1000n, slackXids: 1, lockMs }));
+      expect(add.maintainer).toBe(-1);
       expect((await db.pool.query(`SELECT to_regclass($1) AS p`, [first])).rows[0].p).not.toBeNull();
     } finally {
       await reader.query('COMMIT');
@@ -221,17 +256,28 @@ describe('event partitions', () => {
 
   it('two maintainers at once: one adds the partitions, the other skips', async () => {
     db = await createTestDatabase();
-    const holder = await db.pool.connect();
+    const one = named('maintainer-1');
+    const two = named('maintainer-2');
+    const reader = await db.pool.connect();
     try {
-      await holder.query('BEGIN');
-      await holder.query('SELECT pg_advisory_xact_lock(1213353028, 4)'); // what a maintainer holds
-      expect(await db.queue.prepareEventPartitions({ width: 1000n, lead: 1000n, slackXids: 1 })).toBe(-1);
-      expect(await db.queue.dropEventPartitions(0)).toBe(0);
+      // The reader holds the default partition, which attaching a partition must lock: the first
+      // maintainer stops there, holding the maintainers' key.
+      await reader.query('BEGIN');
+      await reader.query('SELECT count(*) FROM herald.job_events');
+      const adding = one.prepareEventPartitions({ width: 1000n, lead: 1000n, slackXids: 1, lockMs: 60_000 });
+      await lockWaitersReach(db.pool, { waiter: { app: 'maintainer-1' }, holder: await pidOf(reader) });
+      // Lock timeouts of a minute: an answer now is the skip, never a lock given up on. Caught:
+      // add_event_partitions taking the key with pg_try_advisory_xact_lock_shared (both go on,
+      // and the second waits for the first one's new partition: this test times out).
+      expect(await two.prepareEventPartitions({ width: 1000n, lead: 1000n, slackXids: 1, lockMs: 60_000 })).toBe(-1);
+      expect(await two.dropEventPartitions(0, 60_000)).toBe(0);
+      await reader.query('COMMIT');
+      expect(await adding).toBeGreaterThan(0);
     } finally {
-      await holder.query('COMMIT');
-      holder.release();
+      await reader.query('ROLLBACK').catch(() => {});
+      reader.release();
     }
-    expect(await db.queue.prepareEventPartitions({ width: 1000n, lead: 1000n, slackXids: 1 })).toBeGreaterThan(0);
+    expect(await two.prepareEventPartitions({ width: 1000n, lead: 1000n, slackXids: 1 })).toBeGreaterThanOrEqual(0); // the key is free again
     // A maintainer from before the staged drops, during an upgrade: always busy, it drops nothing.
     expect((await db.pool.query(`SELECT herald.drop_event_partition(now(), 100) AS r`)).rows[0].r).toBe(-1);
   });

@@ -35,30 +35,37 @@ function expectFirstAttemptSuccess(jobs: (Job | null)[], events: { type: string;
 }
 
 describe('npm start', () => {
-  it.each(['SIGINT', 'SIGTERM'] as const)('drains on %s to its process group, stops PostgreSQL last, and npm exits 0', async (signal) => {
-    const proc = spawnCommand(['npm', 'start'], {
-      ...GRACE, PORT: '0', HERALD_DATA_DIR: dataDir, DATABASE_URL: undefined, HERALD_LISTEN_URL: undefined, HERALD_TOKENS: undefined, HOST: undefined,
-    });
-    procs.push(proc);
-    const url = String((await proc.waitFor((l) => typeof l.url === 'string', 240_000)).url);
-    await proc.waitForMessage(/^Herald is running/);
+  // Two `npm start`s: slow on a loaded machine.
+  it('drains on SIGINT, then on SIGTERM, to its process group, stops PostgreSQL last, and npm exits 0', { timeout: 480_000 }, async () => {
     const ids: string[] = [];
-    for (let i = 0; i < 2; i++) {
-      const res = await fetch(`${url}/api/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(JOB) });
-      ids.push(((await res.json()) as Job).id);
+    // The second run starts from the first one's data directory, so one boot at the end reads both.
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      const proc = spawnCommand(['npm', 'start'], {
+        ...GRACE, PORT: '0', HERALD_DATA_DIR: dataDir, DATABASE_URL: undefined, HERALD_LISTEN_URL: undefined, HERALD_TOKENS: undefined, HOST: undefined,
+      });
+      procs.push(proc);
+      const url = String((await proc.waitFor((l) => typeof l.url === 'string', 240_000)).url);
+      await proc.waitForMessage(/^Herald is running/);
+      const mine: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        const res = await fetch(`${url}/api/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(JOB) });
+        mine.push(((await res.json()) as Job).id);
+      }
+      await waitFor(async () => {
+        const jobs = await Promise.all(mine.map(async (id) => (await fetch(`${url}/api/jobs/${id}`)).json() as Promise<Job>));
+        return jobs.every((j) => j.status === 'running');
+      }, { what: `both jobs to run before ${signal}`, timeoutMs: 60_000 });
+
+      proc.killGroup(signal);
+      expect(await proc.exited, signal).toEqual({ code: 0, signal: null });
+      expect(proc.lines.some((l) => l.msg === 'second signal: exiting now'), signal).toBe(false);
+      // A clean shutdown removes postmaster.pid.
+      expect(fs.existsSync(path.join(dataDir, 'pgdata', 'postmaster.pid')), signal).toBe(false);
+      ids.push(...mine);
     }
-    await waitFor(async () => {
-      const jobs = await Promise.all(ids.map(async (id) => (await fetch(`${url}/api/jobs/${id}`)).json() as Promise<Job>));
-      return jobs.every((j) => j.status === 'running');
-    }, { what: 'both jobs to run', timeoutMs: 60_000 });
 
-    proc.killGroup(signal);
-    expect(await proc.exited).toEqual({ code: 0, signal: null });
-    expect(proc.lines.some((l) => l.msg === 'second signal: exiting now')).toBe(false);
-    // A clean shutdown removes postmaster.pid.
-    expect(fs.existsSync(path.join(dataDir, 'pgdata', 'postmaster.pid'))).toBe(false);
-
-    // The outcomes were written before PostgreSQL stopped: both jobs succeeded on their first attempt.
+    // The outcomes were written before PostgreSQL stopped: every job succeeded on its first
+    // attempt. (Had the first run lost its outcomes, the second would have run them again.)
     const pg = await startEmbedded(dataDir);
     const pool = createPool(pg.url, { max: 1 });
     try {

@@ -36,8 +36,11 @@ const CASES: Record<string, Case> = {
   'GET /api/jobs/{id}': { role: 'viewer', url: () => `/api/jobs/${jobId}` },
   'GET /api/jobs/{id}/events': { role: 'viewer', url: () => `/api/jobs/${jobId}/events` },
   'GET /api/jobs/{id}/dependencies': { role: 'viewer', url: () => `/api/jobs/${jobId}/dependencies` },
+  'GET /api/jobs/{id}/steps': { role: 'viewer', url: () => `/api/jobs/${jobId}/steps` },
+  'POST /api/jobs/{id}/signals/{name}': { role: 'producer', url: () => '/api/jobs/123456/signals/approved', body: {} },
   'POST /api/jobs/{id}/cancel': { role: 'admin', url: () => '/api/jobs/123456/cancel' },
   'POST /api/jobs/{id}/retry': { role: 'admin', url: () => '/api/jobs/123456/retry' },
+  'POST /api/jobs/{id}/run-now': { role: 'admin', url: () => '/api/jobs/123456/run-now' },
   'GET /api/queues': { role: 'viewer', url: () => '/api/queues' },
   'PATCH /api/queues/{queue}': { role: 'admin', url: () => '/api/queues/q1', body: { paused: true } },
   'GET /api/queues/{queue}/stats': { role: 'viewer', url: () => '/api/queues/q1/stats' },
@@ -52,6 +55,7 @@ const CASES: Record<string, Case> = {
   'POST /api/flows/{id}/cancel': { role: 'admin', url: () => '/api/flows/123456/cancel' },
   'POST /api/flows/{id}/retry': { role: 'admin', url: () => '/api/flows/123456/retry' },
   'GET /api/events': { role: 'viewer', url: () => '/api/events', stream: true },
+  'GET /api/events/recent': { role: 'viewer', url: () => '/api/events/recent' },
   'GET /api/alerts': { role: 'viewer', url: () => '/api/alerts' },
 
   'GET /metrics': { role: 'viewer', url: () => '/metrics' },
@@ -133,21 +137,47 @@ describe('roles', () => {
 });
 
 describe('token configuration', () => {
+  const A = 'a'.repeat(16);
+  const C = 'c'.repeat(16);
+  const D = 'd'.repeat(16);
+
   it('parses role:token and role:label:token entries and rejects malformed ones', () => {
-    const t = parseTokens(' viewer:a , admin:alice:c , producer:ci:d:e ');
+    const t = parseTokens(` viewer:${A} , admin:alice:${C} , producer:ci:${D} `);
     expect(t.size).toBe(3);
-    expect(t.actorOf('a')).toEqual({ role: 'viewer' });
-    expect(t.actorOf('c')).toEqual({ role: 'admin', label: 'alice' });
-    // The label ends at the first colon after the role; the token may hold more.
-    expect(t.actorOf('d:e')).toEqual({ role: 'producer', label: 'ci' });
-    expect(t.actorOf('alice:c')).toBeUndefined();
+    expect(t.actorOf(A)).toEqual({ role: 'viewer' });
+    expect(t.actorOf(C)).toEqual({ role: 'admin', label: 'alice' });
+    expect(t.actorOf(D)).toEqual({ role: 'producer', label: 'ci' });
+    expect(t.actorOf(`alice:${C}`)).toBeUndefined();
     expect(t.actorOf('alice')).toBeUndefined();
-    expect(() => parseTokens('root:x')).toThrow(/role:token or role:label:token with role viewer, producer or admin/);
-    expect(() => parseTokens('admin:bad label:x')).toThrow(/bad label/);
-    expect(() => parseTokens('admin:alice:')).toThrow(/no token after it/);
+    expect(() => parseTokens(`root:${A}`)).toThrow(/role:token or role:label:token with role viewer, producer or admin/);
+    expect(() => parseTokens(`admin:bad label:${A}`)).toThrow(/bad label/);
+    expect(() => parseTokens('admin:alice:')).toThrow(/no token after its label/);
     expect(() => parseTokens('viewer:')).toThrow(/role:token/);
     expect(() => parseTokens('justatoken')).toThrow(/role:token/);
-    expect(() => parseTokens('viewer:x,admin:x')).toThrow(/two roles/);
+    expect(() => parseTokens(`viewer:${A},admin:${A}`)).toThrow(/two roles/);
+  });
+
+  // The parser used to take the first colon after the role as the end of a label: a token
+  // holding a colon was split silently into a label and a shorter token, and a token of two
+  // characters was accepted.
+  it('refuses an entry with a colon too many, and a token shorter than 16 characters, printing no token', () => {
+    for (const [spec, why] of [
+      [`producer:ci:${D}:e`, /entry 1 of 1 has more than two colons, which is ambiguous/],
+      [`admin:${C}:${D}:x`, /more than two colons/],
+      [`viewer:${A},admin:short-secret`, /entry 2 of 2 has a token shorter than 16 characters/],
+      ['admin:alice:0123456789abcde', /shorter than 16/],
+      ['admin:x', /shorter than 16/],
+    ] as const) {
+      let message = '';
+      try {
+        parseTokens(spec);
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message, spec).toMatch(why);
+      expect(message).not.toMatch(/aaaa|cccc|dddd|short-secret|0123456789/);
+    }
+    expect(parseTokens('admin:0123456789abcdef').actorOf('0123456789abcdef')).toEqual({ role: 'admin' });
   });
 
   it('knows loopback addresses', () => {

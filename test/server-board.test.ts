@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
 import { buildBoard, ensureBoardBuilt } from '../server/board.ts';
 import { testLogger, testServer } from './server-support.ts';
 
@@ -22,8 +23,11 @@ describe('board', () => {
 
   it('builds the board when it is missing, and serves it at / with its assets', async () => {
     fs.rmSync(outDir, { recursive: true, force: true });
-    await ensureBoardBuilt(testLogger(), outDir);
+    const lines: string[] = [];
+    await ensureBoardBuilt(pino({ level: 'info' }, { write: (l: string) => void lines.push(l) }), 'http://127.0.0.1:3000/', outDir);
     expect(fs.existsSync(path.join(outDir, 'index.html'))).toBe(true);
+    // The first line a first start prints says where the board will be, before the build's wait.
+    expect(lines.map((l) => JSON.parse(l).msg)).toEqual([expect.stringMatching(/^the board will be at http:\/\/127\.0\.0\.1:3000\/ in a moment/), 'board built']);
     const s = await testServer({ boardDir: outDir });
     const index = await s.app.inject({ method: 'GET', url: '/' });
     expect(index.statusCode).toBe(200);
@@ -43,7 +47,7 @@ describe('board', () => {
   }, 180_000);
 
   it('rebuilds beside the old build and swaps the new one in whole: the old one is complete until then, and nothing is left over', async () => {
-    if (!fs.existsSync(path.join(outDir, 'index.html'))) await ensureBoardBuilt(testLogger(), outDir);
+    if (!fs.existsSync(path.join(outDir, 'index.html'))) await ensureBoardBuilt(testLogger(), 'http://127.0.0.1:3000/', outDir);
     const marker = path.join(outDir, 'from-the-old-build');
     fs.writeFileSync(marker, '');
     let checks = 0;

@@ -191,7 +191,7 @@ describe('HeraldClient', () => {
     const page = await admin.list({ queue: 'client-bulk', payload: { customer: 42 }, createdAfter: new Date(Date.now() - 3_600_000) });
     expect(page.jobs.map((j) => j.id)).toEqual([made[2].id, made[0].id]);
     expect(page.searched).toBeUndefined();
-    expect(await admin.bulk({ action: 'cancel', filter: { queue: 'client-bulk', payload: { customer: 42 } }, dryRun: true })).toEqual({ matched: 2 });
+    expect(await admin.bulk({ action: 'cancel', filter: { queue: 'client-bulk', payload: { customer: 42 } }, dryRun: true })).toEqual({ matched: 2, affected: 2 });
     expect(await admin.bulk({ action: 'cancel', filter: { queue: 'client-bulk', payload: '{"customer":42}' } })).toEqual({ matched: 2, affected: 2 });
     expect((await admin.get(made[1].id)).status).toBe('queued');
     const refused = await apiError(admin.bulk({ action: 'delete', filter: { kind: 'bill' } }));

@@ -1,14 +1,18 @@
 // Error codes: each code of the table (queue/errors.ts) is one a request can get, with the code's
-// status and the error shape; the README's "Error codes" table and the OpenAPI document list
+// status and the error shape; the "Error codes" table of docs/api.md and the OpenAPI document list
 // exactly the table's codes. (Every error reply of every test server is also checked against the
 // document, whose Error schema requires a code from the table: test/support/openapi-contract.ts.)
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import type { InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES, type ErrorCode } from '../queue/errors.ts';
 import { MAX_NAME_LENGTH } from '../queue/defaults.ts';
 import { createServer } from '../server/index.ts';
 import { TOKEN_SPEC, TOKENS, testLogger, testServer, type TestServer } from './server-support.ts';
+import { waitFor } from './support/wait.ts';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -88,6 +92,25 @@ const cases: { code: ErrorCode; what: string; request: () => Promise<InjectOptio
     text: /only failed or cancelled jobs can be retried/,
   },
   {
+    code: 'HERALD_JOB_NOT_SCHEDULED',
+    what: 'running now a job that is due already',
+    request: async () => {
+      const { job } = await s.queue.enqueue({ kind: 'k' });
+      return { method: 'POST', url: `/api/jobs/${job.id}/run-now`, headers: admin };
+    },
+    text: /is due already; run now applies to a queued job waiting out its backoff or its runAt/,
+  },
+  {
+    code: 'HERALD_SIGNAL_SENT',
+    what: 'a second signal of one name',
+    request: async () => {
+      const { job } = await s.queue.enqueue({ kind: 'k' });
+      await s.queue.signal(job.id, 'approve', true);
+      return { method: 'POST', url: `/api/jobs/${job.id}/signals/approve`, headers: admin, payload: { payload: false } };
+    },
+    text: /already holds a signal "approve"/,
+  },
+  {
     code: 'HERALD_BODY_TOO_LARGE',
     what: 'a body over 1 MiB',
     request: async () => ({ method: 'POST', url: '/api/jobs', headers: admin, payload: { kind: 'k', payload: 'x'.repeat(1024 * 1024) } }),
@@ -108,6 +131,7 @@ const ELSEWHERE: Partial<Record<ErrorCode, string>> = {
   HERALD_TOO_MANY_STREAMS: 'below: its own server with room for one stream',
   HERALD_MISDIRECTED: 'test/server-safer-defaults.test.ts: auth off, a Host that is not loopback',
   HERALD_CROSS_SITE: 'test/server-safer-defaults.test.ts: auth off, a write from a foreign Origin',
+  HERALD_AUTH_REQUIRED: 'test/server-safer-defaults.test.ts: auth off, a request through a proxy',
 };
 
 function expectError(res: { statusCode: number; body: string; json: () => unknown }, code: ErrorCode, text: RegExp) {
@@ -143,6 +167,36 @@ describe('every code is one a request can get', () => {
     }
   });
 
+  // Fastify refused a body over the limit as soon as its content-length said so and closed the
+  // connection after the reply: a client still writing its body met a closed socket (EPIPE, a
+  // reset) and never read the 413. The client here sends the first bytes, waits until the server
+  // has decided (its log says so, or its reply arrives: the old order), and only then the rest.
+  it('HERALD_BODY_TOO_LARGE reaches a client that is still sending its body (no reset)', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({ write: (chunk: Buffer, _enc, done) => (lines.push(chunk.toString()), done()) });
+    const big = await testServer({ db: s.db, listen: true, logger: pino({ level: 'debug' }, sink) });
+    try {
+      const body = JSON.stringify({ kind: 'k', payload: 'x'.repeat(2 * 1024 * 1024) });
+      const sock = net.connect(Number(new URL(big.url).port), '127.0.0.1');
+      let reply = '';
+      let failed: Error | undefined;
+      const ended = new Promise<void>((resolve) => sock.on('close', () => resolve()));
+      sock.on('data', (d: Buffer) => (reply += d.toString()));
+      sock.on('error', (err) => (failed = err));
+      sock.write(`POST /api/jobs HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`);
+      sock.write(body.slice(0, 1000));
+      await waitFor(() => reply.length > 0 || lines.some((l) => l.includes('a body over the limit')), { what: 'the server to refuse the body' });
+      expect(reply).toBe('');
+      await new Promise<void>((resolve, reject) => sock.write(body.slice(1000), (err) => (err ? reject(err) : resolve())));
+      await ended;
+      expect(failed).toBeUndefined();
+      expect(reply).toMatch(/^HTTP\/1\.1 413 /);
+      expect(JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4))).toMatchObject({ code: 'HERALD_BODY_TOO_LARGE', message: expect.stringMatching(/larger than 1 MiB/) });
+    } finally {
+      await big.stop();
+    }
+  });
+
   it('addresses a queue whose name has the longest length allowed', async () => {
     const res = await s.app.inject({ method: 'PATCH', url: `/api/queues/${'q'.repeat(MAX_NAME_LENGTH)}`, headers: admin, payload: { paused: true } });
     expect(res.statusCode, res.body).toBe(200);
@@ -164,9 +218,9 @@ describe('every code is one a request can get', () => {
 });
 
 describe('the code table is documented', () => {
-  it('in the README, one row per code with its status and meaning', () => {
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    const section = readme.split('\n### Error codes\n')[1]?.split('\n#')[0] ?? '';
+  it('in docs/api.md, one row per code with its status and meaning', () => {
+    const doc = readFileSync(new URL('../docs/api.md', import.meta.url), 'utf8');
+    const section = doc.split('\n## Error codes\n')[1]?.split('\n#')[0] ?? '';
     const rows = [...section.matchAll(/^\| `(HERALD_\w+)` \| (\d{3}) \| (.+) \|$/gm)].map((m) => [m[1], Number(m[2]), m[3]]);
     expect(rows).toEqual(Object.entries(ERROR_CODES).map(([code, { status, meaning }]) => [code, status, meaning]));
   });

@@ -72,17 +72,37 @@ describe('POST /api/flows', () => {
   it('refuses duplicate refs, unknown refs, cycles and bad fields with a 400 naming them, writing nothing', async () => {
     const job = (ref: string, dependsOn?: string[]) => ({ ref, kind: 'k', ...(dependsOn ? { dependsOn } : {}) });
     await rejected(await post('/api/flows', { jobs: [job('a'), job('a')] }), 400, /duplicate ref "a"/);
-    await rejected(await post('/api/flows', { jobs: [job('a', ['ghost'])] }), 400, /unknown ref "a → ghost"/);
+    await rejected(await post('/api/flows', { jobs: [job('a', ['ghost'])] }), 400, /unknown ref "ghost" in the dependsOn of "a"/);
     await rejected(await post('/api/flows', { jobs: [job('a', ['b']), job('b', ['a'])] }), 400, /cycle: (a → b → a|b → a → b)/);
     await rejected(await post('/api/flows', { jobs: [{ kind: 'k' }] }), 400, /jobs\[0\]\.ref is required/);
     await rejected(await post('/api/flows', { jobs: [{ ...job('a'), onParentFailure: 'maybe' }] }), 400, /onParentFailure/);
     await rejected(await post('/api/flows', { jobs: [] }), 400, /jobs/);
     await rejected(await post('/api/flows', { jobs: Array.from({ length: 1001 }, (_, i) => job(`j${i}`)) }), 400, /jobs/);
     await rejected(await post('/api/flows', { jobs: [job('a'), { ...job('b'), kind: 'bad kind' }] }), 400, /kind/);
+    // 150 jobs, each waiting for every earlier one: 11,175 edges, past the cap of 10,000. Mutation
+    // caught: checkEdges's `if (edges > MAX_FLOW_EDGES)` made `if (false)` (the flow is created).
+    const dense = Array.from({ length: 150 }, (_, i) => job(`j${i}`, Array.from({ length: i }, (_, k) => `j${k}`)));
+    await rejected(await post('/api/flows', { jobs: dense }), 400, /dependsOn names 11175 parents in all; a request may carry at most 10000/);
     expect(await counts()).toEqual({ jobs: 0, flows: 0 });
     await rejected(await get('/api/flows/77'), 404, /flow 77 does not exist/);
     await rejected(await post('/api/flows/77/cancel'), 404, /flow 77 does not exist/);
     await rejected(await get('/api/flows/abc'), 400, /id/);
+  });
+
+  it('takes a name as people write it, and refuses one with a control character or a space at an end, by the rule', async () => {
+    for (const name of ['order 42', 'Rechnung Müller #7', 'x'.repeat(128)]) {
+      const res = await post('/api/flows', { name, jobs: [{ ref: 'a', kind: 'k' }] });
+      expect(res.statusCode, res.body).toBe(201);
+      expect(res.json().flow.name).toBe(name);
+    }
+    const before = await counts();
+    for (const name of ['', ' order 42', 'order 42 ', 'tab\there', 'x'.repeat(129)]) {
+      await rejected(await post('/api/flows', { name, jobs: [{ ref: 'a', kind: 'k' }] }), 400,
+        /^name must be 1-128 characters, without control characters, neither starting nor ending with a space$/);
+    }
+    expect(await counts()).toEqual(before);
+    // The table's check says the same to a writer that skips the HTTP schema.
+    await expect(s.queue.createFlow('line\nbreak', [{ ref: 'a', job: { kind: 'k' } }])).rejects.toThrow(/^name must be 1-128 characters, without control characters/);
   });
 });
 
@@ -96,6 +116,8 @@ describe('dependsOn on the enqueue routes', () => {
     await rejected(await post('/api/jobs', { kind: 'c', dependsOn: ['x1'] }), 400, /dependsOn/);
     const before = await counts();
     await rejected(await post('/api/jobs/batch', { jobs: [{ kind: 'ok' }, { kind: 'c', dependsOn: ['424242'] }] }), 400, /424242/);
+    const wide = Array.from({ length: 11 }, () => ({ kind: 'c', dependsOn: Array.from({ length: 1000 }, (_, i) => String(i + 1)) }));
+    await rejected(await post('/api/jobs/batch', { jobs: wide }), 400, /dependsOn names 11000 parents in all; a request may carry at most 10000/);
     expect(await counts()).toEqual(before);
     const batch = await post('/api/jobs/batch', { jobs: [{ kind: 'ok' }, { kind: 'c', dependsOn: [parent.id] }] });
     expect(batch.statusCode).toBe(201);
@@ -117,7 +139,7 @@ describe('flow actions and filters', () => {
       const after = (await get(`/api/flows/${flow.id}`)).json();
       expect(after.flow).toMatchObject({ status: 'running', counts: { queued: 1, blocked: 3 } });
       const bulk = await post('/api/jobs/bulk', { action: 'cancel', filter: { flow: flow.id }, dryRun: true });
-      expect(bulk.json()).toEqual({ matched: 4 });
+      expect(bulk.json()).toEqual({ matched: 4, affected: 4 });
       // Every event the stream sends is of this flow: 4 enqueued, 4 cancelled, 4 retried.
       await waitFor(() => stream.messages.filter((m) => m.json).length >= 12, { what: 'stream.messages.filter((m) => m.json).length >= 12' });
       const sent = stream.messages.filter((m) => m.json).map((m) => m.json!);

@@ -34,7 +34,7 @@ describe('POST /api/jobs', () => {
       id: '1', queue: 'default', kind: 'echo', payload: { a: [1, 'x'] }, priority: 3, status: 'queued', attempt: 0,
       maxAttempts: 2, requires: ['gpu'], idempotencyKey: null, runAt: expect.any(String), createdAt: expect.any(String),
       startedAt: null, finishedAt: null, lockedBy: null, leaseExpiresAt: null, cancelRequested: false, progress: null,
-      result: null, lastError: null, group: null, tags: [], timeoutMs: null, expireAt: null, deadLetterOf: null, flowId: null, ref: null, dependsOn: [], onParentFailure: null, waitingFor: 'no_worker',
+      result: null, lastError: null, group: null, tags: [], timeoutMs: null, expireAt: null, deadLetterOf: null, flowId: null, ref: null, dependsOn: [], onParentFailure: null, waitingFor: 'no_worker', wait: null, invokedBy: null,
     });
     expect(new Date(job.runAt).toISOString()).toBe(job.runAt);
   });
@@ -202,7 +202,7 @@ describe('reading jobs', () => {
     ['limit=-1', /^limit must be/],
     ['limit=ten', /^limit must be/],
     ['before=abc', /^before must be a job id/],
-    ['status=done', /^status must be one of queued, running, succeeded, failed, cancelled/],
+    ['status=done', /^status must be one of queued, running, succeeded, failed, cancelled, blocked, scheduled/],
     ['queue=a%20b', /^queue must be 1-128/],
     ['colour=red', /^query parameter "colour" is not allowed/],
   ];
@@ -253,8 +253,8 @@ describe('reading jobs', () => {
     expect(small).toEqual({ events: [expect.objectContaining({ eventId: seen[1] }), expect.objectContaining({ eventId: seen[2] })], next: seen[2] });
     expect((await get(`/api/jobs/${id}/events?after=${seen.at(-1)}`)).json()).toEqual({ events: [], next: null });
     expect((await get(`/api/jobs/${id}/events?after=9999999999999999999`)).json()).toEqual({ events: [], next: null });
-    await rejected(await get(`/api/jobs/${id}/events?limit=0`), 'HERALD_VALIDATION', /^limit must be an integer from 1 to 500 \(to 1000 for a job's events\)/);
-    await rejected(await get(`/api/jobs/${id}/events?limit=1001`), 'HERALD_VALIDATION', /^limit must be an integer from 1 to 500 \(to 1000 for a job's events\)/);
+    await rejected(await get(`/api/jobs/${id}/events?limit=0`), 'HERALD_VALIDATION', /^limit must be an integer from 1 to 500 \(to 1000 for a job's events/);
+    await rejected(await get(`/api/jobs/${id}/events?limit=1001`), 'HERALD_VALIDATION', /^limit must be an integer from 1 to 500 \(to 1000 for a job's events/);
     await rejected(await get(`/api/jobs/${id}/events?after=x`), 'HERALD_VALIDATION', /^after must be an event id \(digits\)/);
     await rejected(await get(`/api/jobs/${id}/events?before=1`), 'HERALD_VALIDATION', /query parameter "before" is not allowed/);
   });

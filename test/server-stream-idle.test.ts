@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openStream, testServer, type TestServer } from './server-support.ts';
 import { useTestDatabase } from './support/db.ts';
-import { lockWaitersReach } from './support/lock-waiters.ts';
+import { lockWaitersReach, pidOf } from './support/lock-waiters.ts';
 import { waitFor } from './support/wait.ts';
 
 const db = useTestDatabase();
@@ -22,7 +22,9 @@ type Stream = Awaited<ReturnType<typeof openStream>>;
 async function idsAfter(cursor: string): Promise<string[]> {
   const [tx, id] = cursor.split('.');
   const { rows } = await db.pool.query<{ id: string }>(
-    'SELECT id::text FROM herald.job_events WHERE (tx, id) > ($1::xid8, $2::bigint) ORDER BY tx, id',
+    // Ordered by the columns: a bare `id` here would be the text it is selected as, and sort 100
+    // before 99 within one transaction.
+    'SELECT e.id::text AS id FROM herald.job_events e WHERE (e.tx, e.id) > ($1::xid8, $2::bigint) ORDER BY e.tx, e.id',
     [tx, id],
   );
   return rows.map((r) => r.id);
@@ -83,7 +85,7 @@ it('a stream waiting for the idle tailer to catch up holds its place under HERAL
     await lock.query('BEGIN');
     await lock.query('LOCK TABLE herald.job_events IN ACCESS EXCLUSIVE MODE');
     const opening = fetch(`${capped.url}/api/events`, { headers: { accept: 'text/event-stream' }, signal: first.signal });
-    await lockWaitersReach(db.pool, 1);
+    await lockWaitersReach(db.pool, { waiter: { app: 'herald:server' }, holder: await pidOf(lock) });
     const refused = await fetch(`${capped.url}/api/events`, { headers: { accept: 'text/event-stream' } });
     expect(refused.status).toBe(503);
     expect(((await refused.json()) as { code: string }).code).toBe('HERALD_TOO_MANY_STREAMS');

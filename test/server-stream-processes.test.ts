@@ -4,10 +4,12 @@
 // events with no gap and no repeat, on whichever child serves it; and when a child is killed
 // mid-stream its clients resume with Last-Event-ID on another child and miss nothing.
 import { execFileSync } from 'node:child_process';
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HeraldClient, type EventStream, type StreamEvent } from '../client/index.ts';
 import { useTestDatabase } from './support/db.ts';
 import { spawnHerald, type HeraldProcess } from './support/herald-process.ts';
+import { lockWaitersReach, pidOf } from './support/lock-waiters.ts';
 import { expectSameAsRows } from './support/stream.ts';
 import { waitFor } from './support/wait.ts';
 
@@ -29,10 +31,10 @@ const rows = async (queue: string) =>
 
 const childPids = () => server.lines.filter((l) => l.msg === 'stream process started').map((l) => Number(l.child));
 
-/** Open connections to the server's port, by the pid that holds the server's end (ss, from iproute2). */
-function connectionsByPid(): Map<number, number> {
+/** Open connections to the server's port, by the pid that holds the server's end (ss, from iproute2); `peer`: only the one from that client port. */
+function connectionsByPid(peer?: number): Map<number, number> {
   const port = new URL(url).port;
-  const out = execFileSync('ss', ['-tnpH', 'state', 'established', `( sport = :${port} )`], { encoding: 'utf8' });
+  const out = execFileSync('ss', ['-tnpH', 'state', 'established', `( sport = :${port}${peer ? ` and dport = :${peer}` : ''} )`], { encoding: 'utf8' });
   const counts = new Map<number, number>();
   for (const m of out.matchAll(/pid=(\d+)/g)) counts.set(Number(m[1]), (counts.get(Number(m[1])) ?? 0) + 1);
   return counts;
@@ -41,8 +43,10 @@ function connectionsByPid(): Map<number, number> {
 /**
  * Streams of one queue, each from the beginning, opened one after the other: at least four, and
  * until both children serve some (the kernel hands each connection to the child it wakes).
+ * `holder`: a session holding herald.retention_horizon, which each stream reads after it
+ * subscribed and before its replay: a stream is then connected once it waits for that session.
  */
-async function openStreams(queue: string) {
+async function openStreams(queue: string, holder?: number) {
   // An earlier test's streams have let go of their connections, so the counts are this test's.
   await waitFor(() => connectionsByPid().size === 0, { what: 'no connection left from before' });
   const streams: { stream: EventStream; events: StreamEvent[] }[] = [];
@@ -55,10 +59,35 @@ async function openStreams(queue: string) {
       for await (const e of stream) events.push(e);
     })();
     streams.push({ stream, events });
-    // Connected (it has replayed the first event) before the next one connects.
-    await waitFor(() => events.length > 0, { what: `stream ${streams.length} connected` });
+    // Connected (it has replayed the first event, or waits to) before the next one connects.
+    if (holder) await lockWaitersReach(db.pool, { waiter: { app: 'herald:server' }, holder, count: streams.length });
+    else await waitFor(() => events.length > 0, { what: `stream ${streams.length} connected` });
   }
   return streams;
+}
+
+/** Each child's count of events its tailer has read and published (herald_stream_events_total), by pid. */
+async function eventsPublishedByEachChild(): Promise<Map<number, number>> {
+  const read = new Map<number, number>();
+  // A keep-alive connection stays with the child that accepted it: try connections until each
+  // child has one (the kernel picks), and ss names the child.
+  for (let tries = 0; read.size < childPids().length; tries++) {
+    expect(tries).toBeLessThan(200);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const { text, localPort } = await new Promise<{ text: string; localPort: number }>((resolve, reject) => {
+      http.get(`${url}/metrics`, { agent }, (res) => {
+        const localPort = res.socket.localPort!;
+        let text = '';
+        res.setEncoding('utf8').on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ text, localPort }));
+      }).on('error', reject);
+    });
+    const [pid] = [...connectionsByPid(localPort).keys()];
+    agent.destroy();
+    const events = Number(/^herald_stream_events_total (\d+)$/m.exec(text)?.[1]);
+    if (pid !== undefined && !read.has(pid)) read.set(pid, events);
+  }
+  return read;
 }
 
 const enqueue = (queue: string, n: number) => db.queue.enqueueMany(Array.from({ length: n }, (_, i) => ({ kind: 'k', queue, payload: { i } })));
@@ -68,17 +97,45 @@ describe('HERALD_STREAM_PROCESSES=2', () => {
     expect(childPids()).toHaveLength(2);
     const queue = 'spread';
     await enqueue(queue, 20);
-    const streams = await openStreams(queue);
-    // Live events while the replays may still run, then more.
-    await enqueue(queue, 20);
-    const made = await enqueue(queue, 10);
-    await db.queue.cancel(made[0].job.id);
-    const expected = await rows(queue);
-    expect(expected).toHaveLength(51);
-    await waitFor(() => streams.every((s) => s.events.length >= expected.length), { what: 'every stream has every event' });
-    for (const s of streams) {
-      expectSameAsRows(s.events, expected);
-      s.stream.close();
+    // The hand-over is forced: each stream's replay ends at the tailer's position when it
+    // subscribed, and finds the live events already in its buffer. An open transaction (its id
+    // assigned) keeps the tailers below it while those events commit after it; then a lock on
+    // the retention horizon, which each stream reads after subscribing and before its replay,
+    // holds the replays (that lock takes a transaction id too, after the events': it does not
+    // hold the tailers back from them); then the first transaction ends, and the tailers publish
+    // the events to every stream's buffer before the replays may start.
+    // Caught: a session that starts out live (StreamSession.live = true) writes them first.
+    const tailers = await db.pool.connect();
+    const replays = await db.pool.connect();
+    try {
+      await tailers.query('BEGIN');
+      await tailers.query('SELECT pg_current_xact_id()');
+      await enqueue(queue, 20);
+      const made = await enqueue(queue, 10);
+      await db.queue.cancel(made[0].job.id);
+      const expected = await rows(queue);
+      expect(expected).toHaveLength(51);
+      await replays.query('BEGIN');
+      await replays.query('LOCK TABLE herald.retention_horizon IN ACCESS EXCLUSIVE MODE');
+      const streams = await openStreams(queue, await pidOf(replays));
+      await tailers.query('COMMIT');
+      const { rows: [{ total }] } = await db.pool.query<{ total: number }>('SELECT count(*)::int AS total FROM herald.job_events');
+      await waitFor(async () => [...(await eventsPublishedByEachChild()).values()].every((n) => n >= total), {
+        what: "each child's tailer to publish the live events",
+      });
+      // Still held: no stream has had an event yet.
+      expect(streams.map((s) => s.events.length)).toEqual(streams.map(() => 0));
+      await replays.query('COMMIT');
+      await waitFor(() => streams.every((s) => s.events.length >= expected.length), { what: 'every stream has every event' });
+      for (const s of streams) {
+        expectSameAsRows(s.events, expected);
+        s.stream.close();
+      }
+    } finally {
+      for (const c of [tailers, replays]) {
+        await c.query('ROLLBACK').catch(() => {});
+        c.release();
+      }
     }
   });
 

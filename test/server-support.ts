@@ -7,8 +7,10 @@ import { createTestDatabase, type TestDatabase } from './support/db.ts';
 import { checkRepliesAgainstDocument } from './support/openapi-contract.ts';
 import { createServer, type HeraldServer, type ServerOptions } from '../server/index.ts';
 import type { Queue } from '../queue/queue.ts';
+import type { JobWait } from '../queue/schema/index.ts';
+import { DurableService } from '../queue/services/durable.ts';
 
-export const TOKENS = { viewer: 'v-token', producer: 'p-token', admin: 'a-token' } as const;
+export const TOKENS = { viewer: 'viewer-token-0001', producer: 'producer-token-01', admin: 'admin-token-00001' } as const;
 export const TOKEN_SPEC = `viewer:${TOKENS.viewer},producer:${TOKENS.producer},admin:${TOKENS.admin}`;
 
 export const testLogger = () => pino({ level: process.env.HERALD_TEST_LOG ?? 'silent' });
@@ -49,6 +51,20 @@ export async function testServer(opts: Partial<ServerOptions> & { listen?: boole
       if (!opts.db) await db.drop();
     },
   };
+}
+
+/**
+ * A job of `queue` whose durable run ended in `wait`, as a worker's ctx.sleep, waitFor or invoke
+ * leaves it: claimed, then suspended (queued again with its wake-up time, or a hundred years
+ * ahead). An invoke (`child`) enqueues its child in the same queue.
+ */
+export async function suspendedJob(queue: Queue, q: string, wait: JobWait): Promise<string> {
+  const { job } = await queue.enqueue({ kind: 'durable', queue: q });
+  const worker = `w:1:${q}`;
+  const [claimed] = await queue.claim({ worker, queues: [q], limit: 1 });
+  const r = await new DurableService(queue.db).suspend(worker, claimed, { wait, ...(wait.type === 'child' ? { invoke: { kind: 'child', queue: q } } : {}) });
+  expect(r.kind).toBe('suspended');
+  return job.id;
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,7 +1,7 @@
 // ?wait=MS on POST /api/jobs, and idempotency under concurrency, over real HTTP.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { useTestDatabase } from './support/db.ts';
-import { simulateWorker, sleep, testServer, type TestServer } from './server-support.ts';
+import { simulateWorker, testServer, type TestServer } from './server-support.ts';
 import { waitFor } from './support/wait.ts';
 
 const db = useTestDatabase({ backoffBaseMs: 5, backoffMaxMs: 10 }, { truncate: ['herald.jobs', 'herald.job_events'] });
@@ -69,9 +69,15 @@ describe('?wait', () => {
     const held = enqueue({ kind: 'stepper' }, '?wait=60000');
     await waitFor(async () => (await db.queue.get('1')) !== null, { what: 'job 1 to exist' });
     // Many non-terminal events (claim, 30 progress reports) while the reply waits.
+    // The test's own watcher of the job: the fan-out calls every watcher of an event before the
+    // next, so once it has the 30th report, the reply's watcher has had all of them. Caught:
+    // waitForEnd waking on every event (its TERMINAL check removed: 27 reads, not 3).
+    let reports = 0;
+    const unwatch = s.hub.fanout.watchJob('1', (e) => void (e.type === 'progress' && reports++));
     const [job] = await db.queue.claim({ worker: 'manual', limit: 1 });
     for (let p = 1; p <= 30; p++) await db.queue.progress('manual', job, p);
-    await sleep(300);
+    await waitFor(() => reports === 30, { what: 'the 30 progress events to reach the watchers' });
+    unwatch();
     expect((await fetch(`${s.url}/api/jobs/1`)).status).toBe(200); // one more get, from this request
     await db.queue.complete('manual', [{ id: job.id, attempt: job.attempt, result: 'done' }]);
     const res = await held;

@@ -1,20 +1,20 @@
 // Who changed a queue's settings, and who asked a schedule to run now, through fastify.inject on a
 // real database with labelled (role:label:token) and old-form (role:token) admin tokens.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { testServer, TOKEN_SPEC, type TestServer } from './server-support.ts';
+import { testServer, TOKEN_SPEC, TOKENS, type TestServer } from './server-support.ts';
 
 let s: TestServer;
 beforeAll(async () => {
-  s = await testServer({ tokens: `${TOKEN_SPEC},admin:alice:alice-token` });
+  s = await testServer({ tokens: `${TOKEN_SPEC},admin:alice:alice-token-000001` });
 });
 afterAll(() => s.close());
 beforeEach(async () => {
   await s.db.pool.query('TRUNCATE herald.jobs, herald.job_events, herald.queues, herald.schedules RESTART IDENTITY');
 });
 
-const ALICE = { authorization: 'Bearer alice-token' };
-const ADMIN = { authorization: 'Bearer a-token' };
-const VIEWER = { authorization: 'Bearer v-token' };
+const ALICE = { authorization: 'Bearer alice-token-000001' };
+const ADMIN = { authorization: `Bearer ${TOKENS.admin}` };
+const VIEWER = { authorization: `Bearer ${TOKENS.viewer}` };
 
 const patch = (queue: string, body: object, headers: Record<string, string>) =>
   s.app.inject({ method: 'PATCH', url: `/api/queues/${queue}`, payload: body, headers });

@@ -16,6 +16,9 @@ export default defineConfig({
     outDir: fileURLToPath(new URL('./dist', import.meta.url)),
     emptyOutDir: true,
     chunkSizeWarningLimit: 800,
+    // A build's timing report is for tuning the build, not news for whoever starts Herald: on a
+    // loaded machine it printed on every first `herald start`.
+    rolldownOptions: { checks: { bundlerTimings: false } },
   },
   server: {
     proxy: {

@@ -22,6 +22,10 @@ export interface ClaimRoundOptions {
   kinds: string[];
   /** The liveness lock's key, so that the reaper knows whose jobs are alive (null while cut off). */
   ownerLock: () => number | null;
+  /** A claim recorded a key the listener no longer holds: its jobs must be renewed under the current one. */
+  ownerChanged: () => void;
+  /** The local deadline of the leases a claim sent at `sentAt` (performance.now()) took. */
+  deadline: (sentAt: number) => number;
   /** A limited queue's next start is due at this time (ms since the epoch). */
   dueAt: (at: number) => void;
 }
@@ -49,6 +53,7 @@ export class ClaimRound {
         const q = order[(this.turn + i) % order.length];
         let jobs: ClaimedJob[];
         let barrier: boolean | Error = true;
+        const sentAt = performance.now();
         if (q === null) {
           ({ jobs, barrier } = await o.work.claimAfterBarriers(heard, { ...base, queues: o.queues, limit: limit - got }));
         } else {
@@ -62,13 +67,15 @@ export class ClaimRound {
         }
         if (heard.length > 0) o.heard.settle(heard, barrier);
         heard = [];
-        for (const job of jobs) o.slots.start(job);
+        const deadline = o.deadline(sentAt);
+        for (const job of jobs) o.slots.start(job, deadline);
         got += jobs.length;
         // A barrier that failed under a claim that ran: its jobs start, and the claim is retried.
         if (barrier instanceof Error) throw barrier;
       }
     } finally {
       for (const q of heard) o.heard.add(q);
+      if (got > 0 && o.ownerLock() !== base.ownerLock) o.ownerChanged();
     }
     return got;
   }

@@ -25,6 +25,8 @@ interface Success extends Outcome {
 interface Failure extends Outcome {
   error: unknown;
   final: boolean;
+  /** The durable step whose work threw it, if any. */
+  step?: string;
 }
 
 export interface CompletionsOptions {
@@ -67,8 +69,8 @@ export class Completions {
     this.successes.add({ lease: outcome.lease, job: outcome.job, json });
   }
 
-  fail(outcome: Outcome, error: unknown, final: boolean): void {
-    this.failures.add({ lease: outcome.lease, job: outcome.job, error, final });
+  fail(outcome: Outcome, error: unknown, final: boolean, step?: string): void {
+    this.failures.add({ lease: outcome.lease, job: outcome.job, error, final, step });
   }
 
   get pending(): number {
@@ -81,7 +83,7 @@ export class Completions {
     await this.failures.drain();
   }
 
-  // Renewals skip jobs while their outcome is being written (see slots.ts).
+  // Marks the jobs whose outcome is being written (see Slots.writing).
   private async marked(batch: Outcome[], write: () => Promise<void>): Promise<void> {
     const leases = batch.map((o) => o.lease);
     this.opts.writing(leases, true);
@@ -114,11 +116,11 @@ export class Completions {
     const { work, worker } = this.opts;
     return this.writeSplitting(
       batch,
-      (b) => work.fail(worker, b.map((f) => ({ ...f.lease, error: f.error, final: f.final })).sort(byId)),
+      (b) => work.fail(worker, b.map((f) => ({ ...f.lease, error: f.error, final: f.final, step: f.step })).sort(byId)),
       // The error itself could not be stored (e.g. "\u0000" in its message): keep what can be.
       (f, err) => {
         const error = new Error(`the task failed with an error that could not be stored: ${err.message}`);
-        return work.fail(worker, [{ ...f.lease, error, final: f.final }]);
+        return work.fail(worker, [{ ...f.lease, error, final: f.final, step: f.step }]);
       },
       'failed',
     );

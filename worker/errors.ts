@@ -18,6 +18,17 @@ export class LeaseLostError extends Error {
 }
 
 /**
+ * No renewal reached the database before the lease ran out (as this worker counts it): the job
+ * may go to another worker, so this handler stops; nothing it does is written.
+ */
+export class LeaseExpiredError extends Error {
+  override name = 'LeaseExpiredError';
+  constructor(jobId: string, attempt: number, worker: string) {
+    super(`worker ${worker} could not renew the lease of job ${jobId} attempt ${attempt} before it ran out (database unreachable); its outcome is discarded`);
+  }
+}
+
+/**
  * The attempt ran past the job's timeoutMs. Named TimeoutError, like the reason of
  * AbortSignal.timeout(), so handlers that already tell timeouts apart recognise it.
  */
@@ -33,6 +44,22 @@ export class ShutdownError extends Error {
   override name = 'ShutdownError';
   constructor(worker: string) {
     super(`worker ${worker} is shutting down; the job was released to the queue`);
+  }
+}
+
+/**
+ * Thrown by a handler, fails the job for good at once, whatever attempts it has left (a declined
+ * card is not charged again).
+ */
+export class UnrecoverableError extends Error {
+  override name = 'UnrecoverableError';
+}
+
+/** ctx.invoke's job failed or was cancelled: its error, thrown where the handler invoked it. */
+export class InvokedJobError extends Error {
+  override name = 'InvokedJobError';
+  constructor(readonly jobId: string, kind: string, readonly status: string, error: string | null) {
+    super(`invoked job ${jobId} (${kind}) ${status}${error ? `: ${error}` : ''}`);
   }
 }
 

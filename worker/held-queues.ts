@@ -8,12 +8,12 @@ import type { WorkService } from '../queue/services/work.ts';
 import type { Logger } from '../queue/log.ts';
 
 export class HeldQueues {
-  private settings: (QueueSettings & { queue: string })[] = [];
+  private settings: (QueueSettings & { queue: string; parked: boolean })[] = [];
   private loading?: Promise<void>;
   private again = false;
 
   constructor(
-    private readonly work: WorkService,
+    private readonly work: Pick<WorkService, 'heldQueues'>,
     private readonly logger: Logger,
     /** The queues this worker takes; undefined = all. */
     private readonly mine?: Set<string>,
@@ -45,8 +45,11 @@ export class HeldQueues {
     return this.settings.some((s) => s.queue === queue);
   }
 
-  /** Limited, unpaused queues this worker takes: each is claimed on its own. */
+  /**
+   * Limited, unpaused queues this worker takes: each is claimed on its own. A worker for every
+   * queue leaves dead-letter queues alone (as its plain claim does).
+   */
   claimable(): string[] {
-    return this.settings.filter((s) => !s.paused && (!this.mine || this.mine.has(s.queue))).map((s) => s.queue);
+    return this.settings.filter((s) => !s.paused && (this.mine ? this.mine.has(s.queue) : !s.parked)).map((s) => s.queue);
   }
 }

@@ -3,7 +3,8 @@ import { Worker, type WorkerOptions } from './worker.ts';
 
 export { Worker, workerId, type WorkerOptions } from './worker.ts';
 export type { Task, TaskContext } from './tasks.ts';
-export { JobCancelledError, LeaseLostError, ShutdownError, UnknownKindError } from './errors.ts';
+export { InvokedJobError, JobCancelledError, LeaseLostError, ShutdownError, UnknownKindError, UnrecoverableError } from './errors.ts';
+export type { InvokeOptions } from './durable.ts';
 
 /** Starts a worker; resolves once it listens (or polls, when LISTEN is impossible). */
 export async function startWorker(opts: WorkerOptions): Promise<{ id: string; stop(): Promise<void> }> {

@@ -1,5 +1,5 @@
 // Housekeeping every worker runs: the reaper (about every half second; a SIGKILLed worker's
-// vanished liveness lock gives its jobs a short lease, LOCK_LOSS_GRACE_MS, and a pass right after
+// vanished liveness lock gives its jobs a short lease, the grace (lockLossGraceMs), and a pass right after
 // it re-runs them: within ~2 s), with it the expiry pass (queued
 // jobs past their expireAt end cancelled) and the removal of dead workers' registry rows; and
 // retention cleanup and the pruning of old rate-window records (about every minute), and the
@@ -8,13 +8,15 @@
 import type { MaintainService } from '../queue/services/maintain.ts';
 import type { Logger } from '../queue/log.ts';
 import { Every } from '../queue/every.ts';
-import { LOCK_LOSS_GRACE_MS, REAP_EVERY_MS } from '../queue/defaults.ts';
+import { DEFAULTS, REAP_EVERY_MS } from '../queue/defaults.ts';
 import { historyRollup } from '../queue/history-rollup.ts';
 
 export interface MaintenanceOptions {
   maintain: MaintainService;
   logger: Logger;
   reapEveryMs?: number;
+  /** How long a worker whose liveness lock vanished has to renew (DEFAULTS.lockLossGraceMs). */
+  lockLossGraceMs?: number;
   cleanupEveryMs?: number;
   historyEveryMs?: number;
   /** Finished jobs older than this are deleted; 0 keeps them for ever. */
@@ -29,15 +31,16 @@ export class Maintenance {
 
   private async reap(): Promise<void> {
     const { maintain, logger: log } = this.opts;
-    const r = await maintain.reap();
+    const graceMs = this.opts.lockLossGraceMs ?? DEFAULTS.lockLossGraceMs;
+    const r = await maintain.reap(undefined, graceMs);
     if (r.requeued + r.failed + r.cancelled > 0) log.info(r, 'reaped jobs of dead or stalled workers');
     if (r.orphans > 0) {
-      log.info({ jobs: r.orphans, graceMs: LOCK_LOSS_GRACE_MS }, "owner's liveness lock vanished: its leases end after a grace period");
+      log.info({ jobs: r.orphans, graceMs }, "owner's liveness lock vanished: its leases end after a grace period");
       // Reap them as soon as the grace is over, unless their worker renewed them meanwhile.
       clearTimeout(this.orphanTimer);
       this.orphanTimer = setTimeout(() => {
         this.reap().catch((err: Error) => log.warn({ err: err.message }, 'reaper failed'));
-      }, LOCK_LOSS_GRACE_MS + 50);
+      }, graceMs + 50);
     }
   }
 

@@ -17,11 +17,15 @@ export interface RegistryOptions {
   concurrency: number;
   /** The liveness key held right now (it changes when the listener reconnects). */
   lockKey(): number | null;
+  /** How often the row is refreshed (WORKER_HEARTBEAT_MS). */
+  heartbeatMs?: number;
 }
 
 export class Registry {
   private timer?: NodeJS.Timeout;
   private inFlight?: Promise<void>;
+  /** A refresh was asked for while one was in flight. */
+  private again = false;
   private stopped = false;
   private registered = false;
 
@@ -38,20 +42,30 @@ export class Registry {
     this.schedule();
   }
 
-  /** After a listener reconnect: record the new liveness key now. */
+  /**
+   * After a listener reconnect: record the new liveness key now. One asked for while a refresh is
+   * in flight runs right after it: that one may have read the old key.
+   */
   refresh(): void {
     // The listener's first connect comes before start() writes the row, which records the key itself.
-    if (!this.registered || this.stopped || this.inFlight) return;
+    if (!this.registered || this.stopped) return;
+    if (this.inFlight) {
+      this.again = true;
+      return;
+    }
     clearTimeout(this.timer);
     this.inFlight = this.touch().finally(() => {
       this.inFlight = undefined;
-      this.schedule();
+      if (this.again) {
+        this.again = false;
+        this.refresh();
+      } else this.schedule();
     });
   }
 
   private schedule(): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => this.refresh(), WORKER_HEARTBEAT_MS);
+    this.timer = setTimeout(() => this.refresh(), this.opts.heartbeatMs ?? WORKER_HEARTBEAT_MS);
   }
 
   private async touch(): Promise<void> {

@@ -50,16 +50,36 @@ describe('Slots', () => {
     expect(slots.free).toBe(1);
   });
 
-  it('renews running and finished-but-unwritten jobs, not the ones being written', async () => {
+  // Catches: leases() leaving out jobs whose outcome is being written (a write stuck on a cut
+  // connection would let their leases run out).
+  it('renews running, finished-but-unwritten and being-written jobs until their outcome is settled', async () => {
     const { slots, release } = harness(3, 10);
     for (const id of ['10', '9', '100']) slots.start(job(id));
     expect(slots.leases().map((l) => l.id)).toEqual(['9', '10', '100']); // numeric order
     release.get('9')!(1);
     await tick();
     slots.writing([{ id: '9', attempt: 1 }], true);
-    expect(slots.leases().map((l) => l.id)).toEqual(['10', '100']);
-    slots.writing([{ id: '9', attempt: 1 }], false); // the write failed: renew it again
     expect(slots.leases().map((l) => l.id)).toEqual(['9', '10', '100']);
+    slots.settled({ id: '9', attempt: 1 });
+    expect(slots.leases().map((l) => l.id)).toEqual(['10', '100']);
+  });
+
+  // Catches: overdue() stopping jobs whose deadline has not come (`<=` -> `>=`), or renewed() not
+  // moving a deadline (drop its assignment).
+  it('stops the jobs past their local deadline, as lost, and a renewal or a cut moves deadlines', async () => {
+    const { slots, outcomes } = harness(3, 10);
+    slots.start(job('1'), 100);
+    slots.start(job('2'), 100);
+    slots.start(job('3'), 500);
+    await tick();
+    slots.renewed([{ id: '2', attempt: 1 }], 300);
+    const stopped = slots.overdue(200, (l) => new Error(`late ${l.id}`));
+    expect(stopped).toEqual([{ id: '1', attempt: 1 }]);
+    expect(slots.leases().map((l) => l.id)).toEqual(['2', '3']);
+    slots.cutShort(250);
+    expect(slots.overdue(260, (l) => new Error(`late ${l.id}`)).map((l) => l.id)).toEqual(['2', '3']);
+    await tick();
+    expect(outcomes).toEqual([]); // a stopped job's outcome is never written
   });
 
   it('fails a job whose kind has no task, finally, naming the worker', async () => {
@@ -209,5 +229,34 @@ describe('Slots', () => {
 
   it('orders ids numerically', () => {
     expect(['10', '9', '100', '11'].map((id) => ({ id })).sort(byId).map((x) => x.id)).toEqual(['9', '10', '11', '100']);
+  });
+  // Catches: the context's methods put on its prototype unbound (HandlerContext's getters made
+  // plain methods): a handler that destructures them calls them without `this`.
+  it('hands a handler a context it may destructure: methods keep their job, getters read it', async () => {
+    const reports: [string, number][] = [];
+    const seen: unknown[] = [];
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- unbound on purpose: what this test is about
+    const destructure: Task = async (_p, { job, signal, log, parents, progress }) => {
+      seen.push(job.id, signal.aborted, typeof log.info, parents);
+      await progress(40);
+    };
+    const slots = new Slots({
+      capacity: 1,
+      maxUnwritten: 10,
+      worker: 'w',
+      tasks: new Map([['destructure', destructure]]),
+      logger: pino({ level: 'silent' }),
+      progress: async (a, percent) => void reports.push([a.job.id, percent]),
+      progressEveryMs: 0,
+      succeeded: () => {},
+      failed: (_a, err) => seen.push(err),
+      freed: () => {},
+      admit: (jobs) => Promise.resolve(jobs.map(() => true)),
+      refused: () => {},
+    });
+    slots.start(job('7', 'destructure'));
+    await tick();
+    expect(seen).toEqual(['7', false, 'function', []]);
+    expect(reports).toEqual([['7', 40]]);
   });
 });

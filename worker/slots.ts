@@ -31,6 +31,7 @@
 // Outcomes not yet written count against claiming too (backpressure): when the database writes
 // outcomes slower than handlers produce them, the worker claims less instead of piling up
 // finished jobs whose leases it must keep renewing.
+import type { Span } from '@opentelemetry/api';
 import { byId } from '../queue/job.ts';
 import type { ClaimedJob } from '../queue/claimed.ts';
 import type { Lease } from '../queue/queue.ts';
@@ -42,6 +43,9 @@ import type { ProgressCoalescer } from './progress.ts';
 import { Pace } from './pace.ts';
 import type { Task } from './tasks.ts';
 import type { Parent } from '../queue/services/flows.ts';
+import type { DurableService } from '../queue/services/durable.ts';
+import type { DurableRun } from './durable.ts';
+import { UnrecoverableError } from './errors.ts';
 
 export interface ActiveJob {
   job: ClaimedJob;
@@ -57,6 +61,17 @@ export interface ActiveJob {
   timedOut?: boolean;
   /** Its progress reports, coalesced (made when the handler first runs). */
   progress?: ProgressCoalescer;
+  /**
+   * When (performance.now()) its lease runs out as this worker counts it, from the last claim or
+   * renewal that reached the database: past it, the handler is stopped (see overdue()).
+   */
+  deadline: number;
+  /** Its durable calls (ctx.step, sleep, waitFor, invoke), made at the first one. */
+  durable?: DurableRun;
+  /** The run ended to sleep or wait: its slot is free, whatever the handler's promise does. */
+  suspended?: boolean;
+  /** The run's process span, kept only while tracing, so a run that ends to wait ends it too. */
+  span?: Span;
 }
 
 export interface SlotsOptions {
@@ -84,6 +99,8 @@ export interface SlotsOptions {
   admit(jobs: ClaimedJob[]): Promise<boolean[] | null>;
   /** Buffered jobs `admit` refused, forgotten here: the caller hands them back to the queue. */
   refused(leases: Lease[]): void;
+  /** What durable calls write with (absent: handlers cannot make them). */
+  durable?: { service: DurableService; worker: string };
 }
 
 /** After `admit` failed (database unreachable), buffered jobs are tried again this much later. */
@@ -122,11 +139,38 @@ export class Slots {
     return this.buffer.length;
   }
 
-  /** Every lease to renew (all held jobs but those being written), in id order (see byId). */
+  /**
+   * Every lease to renew, in id order (see byId): jobs whose outcome is being written too, since
+   * that write may be stuck on a cut connection and retried later.
+   */
   leases(): Lease[] {
     const out: Lease[] = [];
-    for (const a of this.held.values()) if (a.state !== 'writing') out.push(a.lease);
+    for (const a of this.held.values()) out.push(a.lease);
     return out.sort(byId);
+  }
+
+  /** A renewal sent before `deadline` was due reached the database: these leases last until it. */
+  renewed(leases: Lease[], deadline: number): void {
+    for (const l of leases) {
+      const a = this.find(l);
+      if (a) a.deadline = Math.max(a.deadline, deadline);
+    }
+  }
+
+  /** The listener was cut: every lease may now end by `deadline`, unless a renewal lands first. */
+  cutShort(deadline: number): void {
+    for (const a of this.held.values()) a.deadline = Math.min(a.deadline, deadline);
+  }
+
+  /**
+   * Stops the jobs whose local deadline has passed (`now`): their signal fires and their outcome
+   * is never written, as for a lost lease. Jobs whose outcome is being written are left to its
+   * fenced write. Returns the stopped ones.
+   */
+  overdue(now: number, reason: (lease: Lease) => Error): Lease[] {
+    const late: Lease[] = [];
+    for (const a of this.held.values()) if (a.deadline <= now) late.push(a.lease);
+    return late.filter((l) => this.abandon(l, reason(l)));
   }
 
   private find(lease: Lease): ActiveJob | undefined {
@@ -134,9 +178,12 @@ export class Slots {
     return a && a.lease.attempt === lease.attempt ? a : undefined;
   }
 
-  /** Runs a claimed job in a free slot, or buffers it until one frees (claims never take more than `free`). */
-  start(job: ClaimedJob): void {
-    const a: ActiveJob = { job, lease: { id: job.id, attempt: job.attempt }, state: 'buffered', claimedAt: performance.now() };
+  /**
+   * Runs a claimed job in a free slot, or buffers it until one frees (claims never take more than
+   * `free`). `deadline`: when its lease runs out as this worker counts it (see ActiveJob).
+   */
+  start(job: ClaimedJob, deadline = Infinity): void {
+    const a: ActiveJob = { job, lease: { id: job.id, attempt: job.attempt }, state: 'buffered', claimedAt: performance.now(), deadline };
     this.held.set(job.id, a);
     if (this.busy < this.opts.capacity) this.run(a);
     else this.buffer.push(a);
@@ -161,6 +208,7 @@ export class Slots {
     const left = a.job.timeoutMs ? Math.max(0, a.job.timeoutMs - (performance.now() - a.claimedAt)) : 0;
     const timer = a.job.timeoutMs ? setTimeout(() => this.timeout(a), left) : undefined;
     const span = startProcess(a.job);
+    if (span) a.span = span;
     try {
       if (!task) {
         // Only reachable if a job's kind changed under us: claims ask for known kinds only.
@@ -169,13 +217,17 @@ export class Slots {
       }
       // Only jobs with parents pay the read; a failed read fails the attempt like a throw would.
       const parents = a.job.onParentFailure !== null && this.opts.parents ? await this.opts.parents(a.job.id) : [];
-      const ctx = handlerContext(a, parents, this.opts);
+      const ctx = handlerContext(a, parents, this.opts, this.suspendedRun);
       value = await (span ? inSpan(span, () => task(a.job.payload, ctx)) : task(a.job.payload, ctx));
       ok = true;
     } catch (err) {
       value = err;
+      final ||= err instanceof UnrecoverableError;
     }
     if (timer) clearTimeout(timer);
+    // A run that ended to sleep or wait freed its slot then (suspended below); only a handler that
+    // kept going past its wait gets here, and nothing it does counts.
+    if (a.suspended) return;
     // The last progress value lands before the outcome (and no timer outlives the handler).
     if (a.progress) await a.progress.flush();
     this.busy--;
@@ -189,11 +241,12 @@ export class Slots {
     } else if (aborted) {
       // Only a cancel aborts a job we still hold. A handler that stops early on its signal may
       // return a partial result, so a cancelled job ends cancelled whatever it returned.
-      this.finish(a, () => this.opts.failed(a, aborted, false));
+      this.finish(a, false, aborted);
     } else if (ok) {
-      this.finish(a, () => this.opts.succeeded(a, value));
+      a.durable?.finished();
+      this.finish(a, true, value);
     } else {
-      this.finish(a, () => this.opts.failed(a, value, final));
+      this.finish(a, false, value, final);
     }
     this.startSoon();
     this.wakeIdle();
@@ -251,7 +304,7 @@ export class Slots {
       if (a.state !== 'starting') return; // abandoned meanwhile (lease lost, shutdown)
       if (a.aborted) {
         // Cancelled while being checked: it never ran, so the cancel is its outcome.
-        this.finish(a, () => this.opts.failed(a, a.aborted, false));
+        this.finish(a, false, a.aborted);
       } else if (ok === null) {
         a.state = 'buffered';
         again.push(a);
@@ -275,6 +328,26 @@ export class Slots {
     this.opts.freed();
   }
 
+  /**
+   * The run ended to sleep or wait (its job is queued again, or cancelled, in the database): the
+   * slot is free at once, the job forgotten, its signal fired so that work it started stops.
+   */
+  private readonly suspendedRun = (a: ActiveJob): void => {
+    if (a.suspended) return;
+    a.suspended = true;
+    if (a.state === 'running') {
+      a.state = 'abandoned';
+      this.held.delete(a.lease.id);
+    }
+    abort(a, new Error(`job ${a.job.id} ended its run to sleep or wait`));
+    if (a.span) endProcess(a.span, undefined);
+    this.busy--;
+    this.pace.tick();
+    this.startSoon();
+    this.wakeIdle();
+    this.opts.freed();
+  };
+
   /** The attempt ran past timeoutMs: signal the handler and record the failure now. */
   private timeout(a: ActiveJob): void {
     if (a.state !== 'running') return;
@@ -282,13 +355,15 @@ export class Slots {
     a.timedOut = true;
     abort(a, err);
     this.opts.logger.warn({ job: a.job.id, attempt: a.job.attempt, timeoutMs: a.job.timeoutMs }, 'job timed out: failure recorded, handler signalled');
-    this.finish(a, () => this.opts.failed(a, err, false));
+    this.finish(a, false, err);
   }
 
-  private finish(a: ActiveJob, record: () => void): void {
+  /** Its outcome goes to be written: the result when `ok`, else the failure (no closure per job). */
+  private finish(a: ActiveJob, ok: boolean, value: unknown, final = false): void {
     a.state = 'finishing';
     this.unwritten++;
-    record();
+    if (ok) this.opts.succeeded(a, value);
+    else this.opts.failed(a, value, final);
   }
 
   /** Jobs whose handler runs, or is about to (being admitted). */
@@ -314,7 +389,7 @@ export class Slots {
       // Never started: record the cancel as its outcome (the fail write ends it cancelled).
       this.unbuffer(a);
       const reason = abort(a, new JobCancelledError(lease.id));
-      this.finish(a, () => this.opts.failed(a, reason, false));
+      this.finish(a, false, reason);
       this.opts.freed();
       return true;
     }

@@ -17,6 +17,11 @@ function ctx(attempt = 1, signal = new AbortController().signal, parents: TaskCo
     progress: async (p, m) => void reports.push([p, m]),
     log: pino({ level: 'silent' }),
     reports,
+    step: () => Promise.reject(new Error('not durable here')),
+    sleep: () => Promise.reject(new Error('not durable here')),
+    sleepUntil: () => Promise.reject(new Error('not durable here')),
+    waitFor: () => Promise.reject(new Error('not durable here')),
+    invoke: () => Promise.reject(new Error('not durable here')),
   };
 }
 

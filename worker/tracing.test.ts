@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
 import { tracing } from '../queue/tracing.ts';
 import { Worker } from './worker.ts';
+import type { TaskContext } from './tasks.ts';
 import { waitFor } from '../test/support/wait.ts';
 
 let db: TestDatabase;
@@ -24,6 +25,19 @@ afterAll(async () => {
 const storedTrace = async (id: string) =>
   (await db.pool.query<{ trace: string | null }>('SELECT trace FROM herald.jobs WHERE id = $1', [id])).rows[0].trace;
 
+// One SDK for the file (the API takes a global provider once; the modules' tracers keep it):
+// each test that records starts from an empty exporter.
+let exporter: InMemorySpanExporter | undefined;
+function recording(): InMemorySpanExporter {
+  if (!exporter) {
+    exporter = new InMemorySpanExporter();
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
+  }
+  exporter.reset();
+  return exporter;
+}
+
 describe('tracing', () => {
   it('records and stores nothing while no SDK is registered', async () => {
     expect(tracing()).toBe(false);
@@ -34,9 +48,7 @@ describe('tracing', () => {
   });
 
   it('follows a job from the caller’s span through send, each attempt’s process span and the handler’s own span', async () => {
-    const exporter = new InMemorySpanExporter();
-    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
+    const exporter = recording();
     expect(tracing()).toBe(true);
     const tracer = trace.getTracer('test');
 
@@ -96,5 +108,49 @@ describe('tracing', () => {
     expect(processes[0].status).toMatchObject({ code: SpanStatusCode.ERROR, message: 'first attempt fails' });
     expect(processes[0].events.map((e) => e.name)).toEqual(['exception']);
     expect(processes[1].status.code).not.toBe(SpanStatusCode.ERROR);
+  });
+  // Mutations caught: inStep not called for a step that runs (no `step` spans); a replayed step
+  // given a span of its own (a second `step charge`); `failed` not kept in DurableRun.step (no
+  // last_error.step).
+  it('makes a span of each step that runs, inside the attempt’s process span, with its name and outcome; a replayed step counts on the process span', async () => {
+    const exporter = recording();
+    const { job } = await db.queue.enqueue({ kind: 'order', queue: 'traced-steps', maxAttempts: 2 });
+    let runs = 0;
+    const order = async (_p: unknown, ctx: TaskContext) => {
+      runs++;
+      await ctx.step('charge', () => ({ receipt: 'r1' }));
+      return ctx.step('ship', () => {
+        if (runs === 1) throw new Error('carrier down');
+        return 'shipped';
+      });
+    };
+    const failedOnce = async () => {
+      const { rows } = await db.pool.query<{ last_error: { message: string; step?: string } | null }>('SELECT last_error FROM herald.jobs WHERE id = $1', [job.id]);
+      return rows[0].last_error;
+    };
+    const w = new Worker({ databaseUrl: db.url, concurrency: 1, pollMs: 50, queues: ['traced-steps'], tasks: { order }, backoffBaseMs: 1, backoffMaxMs: 1 });
+    await w.start();
+    try {
+      await waitFor(async () => (await db.queue.get(job.id))?.status === 'succeeded', { what: 'the retry to succeed' });
+      await waitFor(() => exporter.getFinishedSpans().filter((s) => s.name === 'process traced-steps').length === 2, { what: 'both process spans to end' });
+    } finally {
+      await w.stop();
+    }
+    expect(await failedOnce()).toMatchObject({ message: 'carrier down', step: 'ship' });
+    const spans = exporter.getFinishedSpans();
+    const processes = spans.filter((s) => s.name === 'process traced-steps').sort((a, b) => Number(a.attributes['herald.job.attempt']) - Number(b.attributes['herald.job.attempt']));
+    const under = (p: ReadableSpan) =>
+      spans.filter((s) => s.name.startsWith('step ') && s.parentSpanContext?.spanId === p.spanContext().spanId)
+        .map((s) => [s.name, s.attributes['herald.step.name'], s.attributes['herald.step.outcome'], s.status.code]);
+    expect(under(processes[0])).toEqual([
+      ['step charge', 'charge', 'stored', SpanStatusCode.UNSET],
+      ['step ship', 'ship', 'failed', SpanStatusCode.ERROR],
+    ]);
+    expect(under(processes[1])).toEqual([['step ship', 'ship', 'stored', SpanStatusCode.UNSET]]);
+    expect(processes[0].attributes['herald.job.steps_replayed']).toBeUndefined();
+    expect(processes[1].attributes['herald.job.steps_replayed']).toBe(1);
+    const failed = spans.find((s) => s.name === 'step ship' && s.status.code === SpanStatusCode.ERROR)!;
+    expect(failed.status.message).toBe('carrier down');
+    expect(failed.attributes['herald.step.occurrence']).toBe(0);
   });
 });

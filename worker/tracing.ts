@@ -30,3 +30,25 @@ export function endProcess(span: Span, error: unknown): void {
   if (error === undefined) span.end();
   else endFailed(span, error);
 }
+
+/**
+ * A step that runs (ctx.step, not a replayed one): `step NAME`, a child of the active span (the
+ * run's process span, or a span of the handler's own around the call), with the step's name,
+ * occurrence and outcome. `fn` runs inside it, so the spans of the step's own calls nest under it.
+ * Without an SDK it only calls `fn`.
+ */
+export async function inStep<T>(name: string, occurrence: number, fn: () => Promise<T>): Promise<T> {
+  if (!tracing()) return fn();
+  const span = tracer.startSpan(`step ${name}`, { kind: SpanKind.INTERNAL, attributes: { 'herald.step.name': name, 'herald.step.occurrence': occurrence } });
+  if (!span.isRecording()) return fn();
+  try {
+    const value = await inSpan(span, fn);
+    span.setAttribute('herald.step.outcome', 'stored');
+    span.end();
+    return value;
+  } catch (err) {
+    span.setAttribute('herald.step.outcome', 'failed');
+    endFailed(span, err);
+    throw err;
+  }
+}

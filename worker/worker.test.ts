@@ -7,6 +7,7 @@ import { loadConfig } from '../queue/config.ts';
 import { Worker, type WorkerOptions } from './worker.ts';
 import type { TaskContext } from './tasks.ts';
 import { waitFor } from '../test/support/wait.ts';
+import { watchLog } from '../test/support/log-watch.ts';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -163,11 +164,25 @@ describe('waking without polls (poll interval: one minute)', () => {
   });
 
   it('finds a scheduled job enqueued before it started, through nextRunAt', async () => {
-    const queue = `q${queueNo + 1}`;
-    const { job } = await db.queue.enqueue({ kind: 'echo', queue, payload: 1, runAt: new Date(Date.now() + 500) });
-    await withWorker({}, async () => {
-      expect((await finished(job.id)).status).toBe('succeeded');
-    });
+    // The job falls due after the worker's first claim, which comes back short and asks nextRunAt.
+    // A worker that starts later than that claims the job at once, which proves nothing: the
+    // worker's log says which claim took it, and then it all runs again with a later time.
+    // Caught: the claimer ignoring nextRunAt's answer (the job then waits for the one-minute poll).
+    for (let aheadMs = 500; aheadMs <= 16_000; aheadMs *= 2) {
+      const queue = `q${++queueNo}`;
+      const { job } = await db.queue.enqueue({ kind: 'echo', queue, payload: 1, runAt: new Date(Date.now() + aheadMs) });
+      const log = watchLog();
+      const w = new Worker({ databaseUrl: db.url, concurrency: 4, pollMs: 60_000, queues: [queue], logger: log.logger });
+      await w.start();
+      try {
+        expect((await finished(job.id)).status).toBe('succeeded');
+        const took = await log.line('claim', (l) => Number(l.claimed) > 0);
+        if (took.reason === 'scheduled') return;
+      } finally {
+        await w.stop();
+      }
+    }
+    throw new Error('every worker claimed the job at its start, even with the job 16 s ahead');
   });
 
   it('retries after backoff', async () => {

@@ -20,13 +20,14 @@ import { RegistryService } from '../queue/services/registry.ts';
 import { ScheduleService } from '../queue/services/schedules.ts';
 import { WorkService } from '../queue/services/work.ts';
 import { FlowService } from '../queue/services/flows.ts';
-import { DEFAULTS } from '../queue/defaults.ts';
+import { CONNECT_TIMEOUT_MS, DEFAULTS } from '../queue/defaults.ts';
 import { ValidationError } from '../queue/errors.ts';
 import type { Logger } from '../queue/log.ts';
 import { Claimer } from './claimer.ts';
 import { ClaimRound } from './claim-round.ts';
 import { Completions } from './completions.ts';
-import { LeaseLostError, ShutdownError } from './errors.ts';
+import { DurableService } from '../queue/services/durable.ts';
+import { LeaseExpiredError, LeaseLostError, ShutdownError } from './errors.ts';
 import { LeaseKeeper } from './leases.ts';
 import { HeardQueues } from './heard-queues.ts';
 import { HeldQueues } from './held-queues.ts';
@@ -75,6 +76,8 @@ export interface WorkerOptions {
    */
   asyncCommit?: boolean;
   reapEveryMs?: number;
+  /** How long a worker whose listener was cut has to renew before its jobs are re-run (HERALD_LOCK_LOSS_GRACE_MS). */
+  lockLossGraceMs?: number;
   /** Run the scheduler of recurring jobs (default true: every worker does; one acts per tick). */
   scheduler?: boolean;
   logger?: Logger;
@@ -131,11 +134,13 @@ export class Worker {
       applicationName: `herald:worker:${process.pid}`,
       // The wake-up barrier and the claim go in one round trip (WorkService.claimAfterBarriers).
       pipeline: true,
+      // A renewal waiting for a connection to a database that does not answer fails, and is retried.
+      connectTimeoutMs: CONNECT_TIMEOUT_MS,
     });
     this.db = new Db(this.pool, { leaseMs: this.leaseMs, backoffBaseMs: opts.backoffBaseMs, backoffMaxMs: opts.backoffMaxMs });
     this.work = new WorkService(this.db);
     this.flows = new FlowService(this.db);
-    this.heard = new HeardQueues(this.log);
+    this.heard = new HeardQueues(this.log, () => this.claimer.wake(`${NOTIFIED}(wake-up barrier again)`));
     this.listener = new Listener({
       url: opts.listenUrl ?? opts.databaseUrl,
       channels: [JOBS_CHANNEL, CONTROL_CHANNEL],
@@ -183,11 +188,16 @@ export class Worker {
       logger: log,
       progress: (a, percent, message) => this.progress(a, percent, message),
       succeeded: (a, result) => this.completions.succeed(a, result),
-      failed: (a, error, final) => this.completions.fail(a, error, final),
+      // A durable step's work that threw is named with the error (last_error.step).
+      failed: (a, error, final) => {
+        const threw = a.durable?.failed;
+        this.completions.fail(a, error, final, threw && threw.error === error ? threw.step : undefined);
+      },
       freed: () => this.claimer.slotFreed(),
       parents: (jobId) => this.flows.parents(jobId),
       admit: (jobs) => mayStart(this.work, jobs),
       refused: (leases) => void this.buffer.handBack(leases, 'queue paused or limited, or expireAt passed, while buffered'),
+      durable: { service: new DurableService(this.db), worker: this.id },
     });
     this.held = new HeldQueues(this.work, log, this.queues);
     const pollMs = opts.pollMs ?? DEFAULTS.pollMs;
@@ -204,6 +214,9 @@ export class Worker {
       work: this.work, held: this.held, heard: this.heard, slots: this.slots, worker: this.id, leaseMs: this.leaseMs,
       queues, capabilities, kinds,
       ownerLock: () => this.listener.lockKey,
+      // A claim sent with a key the listener has since lost: renew now, recording the current one.
+      ownerChanged: () => this.leases.renewNow(),
+      deadline: (sentAt) => this.leases.deadline(sentAt),
       dueAt: (at) => this.claimer.dueAtTime(at),
     });
     this.claimer = new Claimer({
@@ -232,7 +245,9 @@ export class Worker {
       work: this.work,
       worker: this.id,
       leaseMs: this.leaseMs,
+      lockLossGraceMs: opts.lockLossGraceMs ?? DEFAULTS.lockLossGraceMs,
       logger: log,
+      ownerLock: () => this.listener.lockKey,
       held: () => this.slots.leases(),
       lost: (leases) => {
         for (const l of leases) {
@@ -243,6 +258,12 @@ export class Worker {
       },
       cancelRequested: (leases) => {
         for (const l of leases) if (this.slots.cancel(l)) log.info({ job: l.id, attempt: l.attempt }, 'cancel requested: handler aborted');
+      },
+      renewed: (leases, deadline) => this.slots.renewed(leases, deadline),
+      cutShort: (deadline) => this.slots.cutShort(deadline),
+      overdue: (now) => {
+        const late = this.slots.overdue(now, (l) => new LeaseExpiredError(l.id, l.attempt, this.id));
+        for (const l of late) log.warn({ job: l.id, attempt: l.attempt }, 'no renewal reached the database before the lease ran out: handler aborted, its outcome will not be written');
       },
     });
     this.registry = new Registry({
@@ -260,9 +281,15 @@ export class Worker {
       logger: log,
       retentionMs: opts.retentionMs ?? DEFAULTS.retentionMs,
       reapEveryMs: opts.reapEveryMs,
+      lockLossGraceMs: opts.lockLossGraceMs,
     });
 
     this.listener.on('notification', (channel, payload) => this.notified(channel, payload));
+    // Cut off: renew at once without a key, so our jobs are left to their leases, not to the
+    // short grace the reaper gives jobs whose key vanished (see queue/sql/reap.ts).
+    this.listener.on('state', (state) => {
+      if (state === 'down') this.leases.cut();
+    });
     // After every (re)connect, one claim covers whatever was announced while we were away.
     this.listener.on('connected', () => {
       this.registry.refresh();

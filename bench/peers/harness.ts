@@ -10,6 +10,11 @@ export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/herald_b
  * shared server (each drops and recreates its databases) do not drop each other's.
  */
 export const benchDbName = (what: string): string => `${process.env.BENCH_DB_PREFIX || 'herald_bench'}_${what}`;
+/**
+ * The durable bench's sleep: the shortest that waits. A sleep of 0 returns at once in Herald and in
+ * DBOS alike (its wake-up has passed), so it would time nothing.
+ */
+export const SLEEP_MS = 1;
 /** Worker concurrency every peer is run with. */
 export const CONCURRENCY = 16;
 /** Jobs added (and discarded) before latency sampling, so first-use costs aren't sampled. */

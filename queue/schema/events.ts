@@ -20,6 +20,15 @@ export const EVENT_TYPES = [
   'unblocked',
   // A bulk delete removed the job (its row is gone; this event stays, so live views drop it).
   'deleted',
+  // Durable handlers: a step stored, the run ended to sleep or to wait (signal, invoked child),
+  // a signal sent to the job, and a claim that resumes a job after its sleep or wait.
+  'step',
+  'sleeping',
+  'waiting',
+  'signalled',
+  'resumed',
+  // A queued job waiting out its backoff or its runAt was made runnable now (POST /api/jobs/:id/run-now).
+  'promoted',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 export const eventType = herald.enum('event_type', EVENT_TYPES);

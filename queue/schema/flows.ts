@@ -1,7 +1,8 @@
 // Workflows: flows and the dependency edges between their jobs.
 import { sql } from 'drizzle-orm';
 import { bigint, check, index, integer, primaryKey, text } from 'drizzle-orm/pg-core';
-import { herald, validName, tstz } from './base.ts';
+import { FLOW_NAME_PATTERN, MAX_NAME_LENGTH } from '../defaults.ts';
+import { herald, tstz } from './base.ts';
 
 // A flow: jobs created together with dependencies between them. Its status is derived from its
 // jobs (jobs_flow), never stored, so no completion has to lock a shared row to keep it.
@@ -12,7 +13,9 @@ export const flows = herald.table(
     name: text('name'),
     createdAt: tstz('created_at').notNull().defaultNow(),
   },
-  (t) => [check('flows_name', validName(t.name))],
+  (t) => [
+    check('flows_name', sql`length(${t.name}) <= ${sql.raw(String(MAX_NAME_LENGTH))} AND ${t.name} ~ ${sql.raw(`'${FLOW_NAME_PATTERN}'`)}`),
+  ],
 );
 
 // One row per dependency: `child` waits for `parent`; `pos` is the parent's place in the child's

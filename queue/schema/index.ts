@@ -8,3 +8,4 @@ export * from './flows.ts';
 export * from './queues.ts';
 export * from './workers.ts';
 export * from './schedules.ts';
+export * from './durable.ts';

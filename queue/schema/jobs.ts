@@ -15,9 +15,19 @@ export interface JobProgress {
   message: string | null;
 }
 
+/** What a sleeping or waiting job waits for (jobs.wait): its wake-up time, a signal or an invoked child. */
+export interface JobWait {
+  type: 'sleep' | 'signal' | 'child';
+  name?: string;
+  until?: string;
+  childId?: string;
+}
+
 /** What a failed attempt left (jobs.last_error): the error's {message, name, stack}, truncated, or the core's reason. */
 export interface JobError {
   message: string;
+  /** A durable job's step (ctx.step) whose work threw the error. */
+  step?: string;
   [k: string]: unknown;
 }
 
@@ -86,6 +96,15 @@ export const jobs = herald.table(
     onParentFailure: domain<OnParentFailure>()('on_parent_failure'),
     // Null, not false, on plain jobs: nothing stored for them.
     hasChildren: boolean('has_children'),
+    // How many of its parents have not ended (set exactly when on_parent_failure is): a parent's
+    // end counts it down under the child's lock, so settling a child never reads its other parents.
+    waitingOn: integer('waiting_on'),
+    // Why a queued job sleeps or waits (durable handlers: ctx.sleep, waitFor, invoke); null on
+    // every other job. Meaningful only while the job is queued: its next run clears it.
+    wait: jsonb('wait').$type<JobWait>(),
+    // A job made by ctx.invoke: the job that waits for it. Its end makes that job claimable in
+    // the same transaction (the update trigger); null on every other job.
+    invokedBy: bigint('invoked_by', { mode: 'bigint' }),
   },
   (t) => [
     // Row shape of each status: the database refuses a malformed row (a running job without an
@@ -132,6 +151,11 @@ export const jobs = herald.table(
     index('jobs_queued_queue').on(t.queue, t.availableAt).where(sql`${t.status} = 'queued'`),
     // A flow's jobs and their statuses (flow pages, counts, the flow filter); only rows of flows.
     index('jobs_flow').on(t.flowId, t.status).where(sql`${t.flowId} IS NOT NULL`),
+    // A source's dead-letter copies (the trigger replaces an older one; a redrive takes the newest).
+    index('jobs_dead_letter_of').on(t.deadLetterOf).where(sql`${t.deadLetterOf} IS NOT NULL`),
+    // Jobs whose durable handler sleeps or waits (jobs.wait): the waitingFor filter and the
+    // herald_jobs_waiting metric read only these rows, not every queued one.
+    index('jobs_waiting').on(t.queue, t.id.desc()).where(sql`${t.status} = 'queued' AND ${t.wait} IS NOT NULL`),
     uniqueIndex('jobs_idempotency_key').on(t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),
   ],
 );

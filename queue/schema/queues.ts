@@ -50,6 +50,9 @@ export const queueGate = herald.table(
   {
     id: smallint('id').primaryKey().default(1),
     held: text('held').array().notNull().default(sql`'{}'::text[]`),
+    // The dead-letter queues (named by some queue's dead_letter): parking lots, which a claim for
+    // every queue leaves alone; only a worker that names one works it.
+    parked: text('parked').array().notNull().default(sql`'{}'::text[]`),
   },
   (t) => [check('queue_gate_one_row', sql`${t.id} = 1`)],
 );

@@ -1,32 +1,22 @@
 // Administration: cancel, retry, bulk actions over a filter, and queue settings. Each change
 // can name its actor, which the events it writes (data.by) and the settings row record.
 import { DEFAULTS, MAX_ATTEMPTS_LIMIT, type BulkAction } from '../defaults.ts';
-import { ConflictError, fromPgError } from '../errors.ts';
+import { ConflictError, fromPgError, ValidationError } from '../errors.ts';
 import { toJob, type Job } from '../job.ts';
 import type { Actor } from '../schema/index.ts';
 import { filterValues, type JobFilter } from '../search.ts';
-import { cancelJob, retryJob } from '../sql/admin.ts';
-import { bulkStatements, countJobs } from '../sql/search.ts';
+import { cancelJob, retryJob, runNowJob } from '../sql/admin.ts';
+import { bulkStatements, dryRunStatements, purgeDeletedEvents } from '../sql/search.ts';
 import { patchQueueSettings } from '../sql/settings.ts';
-import { rethrowPg, type Db } from './db.ts';
+import { rethrowPg, retryOnConflict, type Db } from './db.ts';
 import { ReadService } from './read.ts';
 import type { QueueInfo, QueueSettingsPatch } from './settings.ts';
 
 export interface BulkResult {
+  /** Jobs the filter matched, in any status. */
   matched: number;
-  affected?: number;
-}
-
-/** Runs fn again when PostgreSQL broke a deadlock or serialization conflict by aborting it. */
-async function retryOnConflict<T>(fn: () => Promise<T>, tries = 5): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await fn();
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (i >= tries || (code !== '40P01' && code !== '40001')) throw fromPgError(err);
-    }
-  }
+  /** Jobs the action changed (on a dry run: would change now). */
+  affected: number;
 }
 
 export class AdminService {
@@ -38,14 +28,14 @@ export class AdminService {
   }
 
   async cancel(id: string, actor?: Actor): Promise<Job> {
-    const { rows } = await this.db.as(actor, (ex) => this.db.run(cancelJob, [id], ex));
+    const { rows } = await retryOnConflict(() => this.db.as(actor, (ex) => this.db.run(cancelJob, [id], ex)));
     if (rows[0]) return toJob(rows[0]);
     const job = await this.read.mustGet(id);
     throw new ConflictError(`job ${id} is already ${job.status}; only queued, blocked or running jobs can be cancelled`, 'HERALD_JOB_NOT_CANCELLABLE');
   }
 
   async retry(id: string, actor?: Actor): Promise<Job> {
-    const { rows } = await this.db.as(actor, (ex) => this.db.run(retryJob, [id], ex));
+    const { rows } = await retryOnConflict(() => this.db.as(actor, (ex) => this.db.run(retryJob, [id], ex)));
     if (rows[0]) return toJob(rows[0]);
     const job = await this.read.mustGet(id);
     if (job.status === 'failed' || job.status === 'cancelled') {
@@ -54,10 +44,29 @@ export class AdminService {
     throw new ConflictError(`job ${id} is ${job.status}; only failed or cancelled jobs can be retried`, 'HERALD_JOB_NOT_RETRYABLE');
   }
 
-  /** How many jobs match the filter (any status). */
-  async countMatching(filter: JobFilter): Promise<number> {
-    const { rows } = await this.db.run(countJobs, filterValues(filter)).catch(rethrowPg);
-    return rows[0].n;
+  /**
+   * Makes a queued job that waits out its backoff or its runAt due now (a 'promoted' event). Any
+   * other job: a ConflictError that says what it is doing instead, and nothing changes.
+   */
+  async runNow(id: string, actor?: Actor): Promise<Job> {
+    const { rows } = await retryOnConflict(() => this.db.as(actor, (ex) => this.db.run(runNowJob, [id], ex)));
+    if (rows[0]) return toJob(rows[0]);
+    const job = await this.read.mustGet(id);
+    const rule = 'run now applies to a queued job waiting out its backoff or its runAt';
+    const w = job.wait;
+    const what =
+      job.status !== 'queued' ? `is ${job.status}`
+      : w?.type === 'sleep' ? `is a durable handler's sleep until ${w.until}, which ends on its own`
+      : w?.type === 'signal' ? `waits for signal "${w.name}" (send it, and it runs)`
+      : w ? `waits for job ${w.childId}, which it invoked`
+      : 'is due already';
+    throw new ConflictError(`job ${id} ${what}; ${rule}`, 'HERALD_JOB_NOT_SCHEDULED');
+  }
+
+  /** What `bulk(action, filter)` would do now: the jobs matched (any status), and those it would change. */
+  async bulkDryRun(action: BulkAction, filter: JobFilter): Promise<BulkResult> {
+    const { rows } = await this.db.run(dryRunStatements[action], filterValues(filter)).catch(rethrowPg);
+    return rows[0];
   }
 
   /**
@@ -65,7 +74,7 @@ export class AdminService {
    * in transactions of at most `batchSize` jobs, so the event stream and vacuum never wait on
    * one long transaction. Jobs enqueued after the call began are not touched.
    */
-  async bulk(action: BulkAction, filter: JobFilter, opts: { actor?: Actor; batchSize?: number } = {}): Promise<Required<BulkResult>> {
+  async bulk(action: BulkAction, filter: JobFilter, opts: { actor?: Actor; batchSize?: number } = {}): Promise<BulkResult> {
     const { db } = this;
     const values = filterValues(filter);
     const batchSize = opts.batchSize ?? DEFAULTS.bulkBatch;
@@ -73,7 +82,15 @@ export class AdminService {
     let cursor: string | null = null;
     for (;;) {
       const r: { matched: number; affected: number; last: string | null } = await retryOnConflict(() =>
-        db.as(opts.actor, async (ex) => (await db.run(bulkStatements[action], [...values, cursor, batchSize], ex)).rows[0]),
+        db.as(
+          opts.actor,
+          async (ex) => {
+            const row = (await db.run(bulkStatements[action], [...values, cursor, batchSize], ex)).rows[0];
+            if (action === 'delete' && row.affected > 0) await db.run(purgeDeletedEvents, [], ex);
+            return row;
+          },
+          { transaction: action === 'delete' },
+        ),
       );
       total.matched += r.matched;
       total.affected += r.affected;
@@ -87,6 +104,9 @@ export class AdminService {
    * records `actor` and the time as its last change (updatedBy, updatedAt).
    */
   async patchQueue(queue: string, patch: QueueSettingsPatch, actor?: Actor): Promise<QueueInfo> {
+    if (patch.deadLetter === queue) {
+      throw new ValidationError(`deadLetter must name another queue: queue ${queue} cannot be its own dead-letter queue`);
+    }
     try {
       await this.db.run(patchQueueSettings, [queue, JSON.stringify(patch), actor ? JSON.stringify(actor) : null]);
     } catch (err) {

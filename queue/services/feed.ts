@@ -1,16 +1,20 @@
 // The gap-free event feed (see sql/feed.ts and sql/horizon.ts): what a server's tailer, replays
 // and health read. It keeps the horizon's list of other databases' transactions, so only a
-// process that streams events carries it.
+// process that streams events carries it. With a read replica (db.replica) the tailer's reads and
+// the replays go there, below a position the primary names (sql/replica.ts); everything else here
+// reads the primary.
 import { START, type Cursor } from '../cursor.ts';
 import { toEvent, type JobEvent } from '../job.ts';
 import { readRetentionHorizon } from '../sql/cleanup.ts';
-import { feedHead, feedLiveStart, readFeed, readFeedThrough } from '../sql/feed.ts';
+import { feedHead, feedLiveStart, readFeed, readFeedRecent, readFeedThrough } from '../sql/feed.ts';
 import { feedHeldBack, feedHolder } from '../sql/feed-backlog.ts';
 import { otherDatabaseXids } from '../sql/horizon.ts';
+import { feedHeldBackBelow, primaryFeedPosition, primaryWalPosition, readFeedBelow } from '../sql/replica.ts';
 import { passWakeBarriers } from '../sql/wake.ts';
 import { EVENTS_CHANNEL, wakeTarget } from '../channels.ts';
 import { DEFAULTS } from '../defaults.ts';
 import type { Db } from './db.ts';
+import type { Executor } from '../sql/statement.ts';
 
 /** The open transaction the event feed waits for (see sql/horizon.ts). */
 export interface FeedHolder {
@@ -36,6 +40,13 @@ export class FeedService {
    */
   private otherXids: string[] = [];
 
+  /**
+   * With a replica: the primary's horizon and WAL position at the tailer's last read (no horizon
+   * before the first, at the head). Every event at or before the tailer's position is on a replica
+   * that has replayed `lsn`.
+   */
+  private last?: { horizon: string | null; lsn: string };
+
   constructor(private readonly db: Db) {}
 
   /**
@@ -44,7 +55,7 @@ export class FeedService {
    * it found one the horizon did not skip yet.
    */
   async learnOtherDatabases(): Promise<boolean> {
-    const xids = (await this.db.run(otherDatabaseXids, [])).rows.map((r) => r.x);
+    const xids = (await this.db.run(otherDatabaseXids, [], this.db.pool)).rows.map((r) => r.x);
     const known = new Set(this.otherXids);
     this.otherXids = xids;
     return xids.some((x) => !known.has(x));
@@ -52,16 +63,37 @@ export class FeedService {
 
   /** Events after `after` and below the horizon, gap-free (see sql/feed.ts): the tailer's read. */
   async feed(after: Cursor = START, limit = 1000): Promise<JobEvent[]> {
-    const { rows } = await this.db.run(readFeed, [after.tx, after.id, limit, this.otherXids]);
+    const replica = this.db.replica;
+    if (!replica) {
+      const { rows } = await this.db.run(readFeed, [after.tx, after.id, limit, this.otherXids]);
+      return rows.map(toEvent);
+    }
+    // The primary names the horizon and the WAL position past which the replica holds every event
+    // below it; the replica is read once it has replayed that far, the primary when it cannot be.
+    // Both read below the same horizon, so a switch either way neither skips nor repeats an event.
+    const position = (await this.db.run(primaryFeedPosition, [this.otherXids], this.db.pool)).rows[0];
+    replica.noteWritten(position.lsn);
+    const values = [after.tx, after.id, limit, position.horizon] as const;
+    const { rows } = await this.replayedOrPrimary(position.lsn, (db) => this.db.run(readFeedBelow, values, db), true);
+    this.last = position;
     return rows.map(toEvent);
   }
 
   /** Events in (after, through], optionally for one job or queue: a replay up to a position the feed reached. */
   async feedThrough(after: Cursor, through: Cursor, limit = 1000, filter: { jobId?: string; queue?: string; flowId?: string } = {}): Promise<JobEvent[]> {
-    const { rows } = await this.db.run(readFeedThrough, [
+    const values = [
       after.tx, after.id, through.tx, through.id, limit, filter.jobId ?? null, filter.queue ?? null, filter.flowId ?? null,
-    ]);
+    ] as const;
+    const { rows } = await this.upToTailer((db) => this.db.run(readFeedThrough, values, db));
     return rows.map(toEvent);
+  }
+
+  /**
+   * A read of events at or before a position the tailer reached: on the replica only when it holds
+   * everything up to there (see `last`), without waiting for it; else on the primary.
+   */
+  private upToTailer<R>(run: (db: Executor) => Promise<R>): Promise<R> {
+    return this.db.replica && this.last ? this.replayedOrPrimary(this.last.lsn, run, false) : run(this.db.pool);
   }
 
   /**
@@ -69,19 +101,39 @@ export class FeedService {
    * that committed alongside its sender and skipped their own (sql/wake.ts). False: gave up waiting.
    */
   async passEventsBarrier(): Promise<boolean> {
-    const { rows } = await this.db.run(passWakeBarriers, [[wakeTarget(EVENTS_CHANNEL)], DEFAULTS.wakeBarrierTimeoutMs]);
+    const { rows } = await this.db.run(passWakeBarriers, [[wakeTarget(EVENTS_CHANNEL)], DEFAULTS.wakeBarrierTimeoutMs], this.db.pool);
     return rows[0].passed;
+  }
+
+  /** The newest `limit` events at or before `through` (a position the tailer reached), newest first. */
+  async recent(through: Cursor, limit: number, queue: string | null = null): Promise<JobEvent[]> {
+    const { rows } = await this.upToTailer((db) => this.db.run(readFeedRecent, [through.tx, through.id, limit, queue], db));
+    return rows.map(toEvent);
   }
 
   /** True when committed events past `after` wait behind an open transaction (see sql/feed-backlog.ts). */
   async heldBack(after: Cursor): Promise<boolean> {
-    const { rows } = await this.db.run(feedHeldBack, [after.tx, after.id, this.otherXids]);
+    const horizon = this.last?.horizon;
+    if (this.db.replica && horizon) {
+      const { rows } = await this.replayedOrPrimary(this.last!.lsn, (db) => this.db.run(feedHeldBackBelow, [after.tx, after.id, horizon], db), false);
+      return rows[0].held;
+    }
+    const { rows } = await this.db.run(feedHeldBack, [after.tx, after.id, this.otherXids], this.db.pool);
     return rows[0].held;
+  }
+
+  /** With a replica: `run` on it once it has replayed `lsn` (ReadReplica.whenReplayed), else on the primary. */
+  private async replayedOrPrimary<R>(lsn: string, run: (db: Executor) => Promise<R>, wait: boolean): Promise<R> {
+    const replica = this.db.replica!;
+    const read = await replica.whenReplayed(lsn, run, wait);
+    if (read) return read.value;
+    replica.served.primary++;
+    return run(this.db.pool);
   }
 
   /** The transaction that holds the feed back past `after`, and its session, or null when none does. */
   async feedHolder(after: Cursor): Promise<FeedHolder | null> {
-    const { rows } = await this.db.run(feedHolder, [after.tx, after.id]);
+    const { rows } = await this.db.run(feedHolder, [after.tx, after.id], this.db.pool);
     const r = rows[0];
     if (!r) return null;
     return {
@@ -98,12 +150,14 @@ export class FeedService {
 
   /** The highest position retention removed (START: none): a cursor below it may have missed events. */
   async retentionHorizon(): Promise<Cursor> {
-    return (await this.db.run(readRetentionHorizon, [])).rows[0] ?? START;
+    return (await this.db.run(readRetentionHorizon, [], this.db.pool)).rows[0] ?? START;
   }
 
   /** The newest feed position: where the tailer starts. */
   async head(): Promise<Cursor> {
-    const { rows } = await this.db.run(feedHead, []);
+    const { rows } = await this.db.run(feedHead, [], this.db.pool);
+    // A replay up to the head reads the replica once it has replayed what the primary had then.
+    if (this.db.replica) this.last = { horizon: null, lsn: (await this.db.run(primaryWalPosition, [], this.db.pool)).rows[0].lsn };
     return rows[0] ? { tx: rows[0].tx, id: rows[0].id } : START;
   }
 
@@ -112,7 +166,7 @@ export class FeedService {
    * one read: the stream knows of every removal made before it began.
    */
   async liveStart(): Promise<{ head: Cursor; removedThrough: Cursor }> {
-    const r = (await this.db.run(feedLiveStart, [])).rows[0];
+    const r = (await this.db.run(feedLiveStart, [], this.db.pool)).rows[0];
     return {
       head: r.tx !== null && r.id !== null ? { tx: r.tx, id: r.id } : START,
       removedThrough: r.removed_tx !== null && r.removed_id !== null ? { tx: r.removed_tx, id: r.removed_id } : START,

@@ -6,7 +6,7 @@ import { ConflictError, NotFoundError, ValidationError, fromPgError } from '../e
 import { dependencyOrder } from '../flow-graph.ts';
 import { toJob, type Job, type OnParentFailure } from '../job.ts';
 import type { Actor, JobStatus } from '../schema/index.ts';
-import { DEFAULTS } from '../defaults.ts';
+import { DEFAULTS, MAX_FLOW_EDGES } from '../defaults.ts';
 import { checkProducerKey } from '../schedule-keys.ts';
 import type { EnqueueRecord } from '../sql/enqueue.ts';
 import type { Executor, Result } from '../sql/statement.ts';
@@ -14,7 +14,7 @@ import {
   cancelFlow, childrenOf, flowEdges, flowJobs, getFlow, insertEdges, insertFlow, jobsById, listFlows, lockParents, parentsOf, retryFlow,
   settleChildren, FLOW_STATUSES, type FlowRow, type FlowStatus, type ParentRow,
 } from '../sql/flows.ts';
-import type { Db } from './db.ts';
+import { retryOnConflict, type Db } from './db.ts';
 import { insertJobs, toRecord, type EnqueueInput, type Enqueued } from './insert.ts';
 
 export { FLOW_STATUSES, type FlowStatus };
@@ -64,6 +64,12 @@ function toFlowInfo(r: FlowRow & { status: FlowStatus }): FlowInfo {
 /** The most jobs one flow (or one batch) may create. */
 export const MAX_FLOW_JOBS = 1000;
 
+/** Refuses a request whose jobs carry more than MAX_FLOW_EDGES dependsOn entries in all. */
+function checkEdges(inputs: { dependsOn?: string[] }[]): void {
+  const edges = inputs.reduce((n, i) => n + (i.dependsOn?.length ?? 0), 0);
+  if (edges > MAX_FLOW_EDGES) throw new ValidationError(`dependsOn names ${edges} parents in all; a request may carry at most ${MAX_FLOW_EDGES}`);
+}
+
 export class FlowService {
   constructor(private readonly db: Db) {}
 
@@ -80,6 +86,7 @@ export class FlowService {
    */
   async create(name: string | null, inputs: FlowJobInput[]): Promise<{ flow: FlowInfo; jobs: Job[] }> {
     if (inputs.length === 0 || inputs.length > MAX_FLOW_JOBS) throw new ValidationError(`a flow has 1 to ${MAX_FLOW_JOBS} jobs, got ${inputs.length}`);
+    checkEdges(inputs);
     const order = dependencyOrder(inputs);
     const hasChildren = new Set(inputs.flatMap((i) => i.dependsOn ?? []));
     const records = order.map((i) => this.record(inputs[i].job));
@@ -138,6 +145,7 @@ export class FlowService {
    */
   async enqueueAfter(inputs: EnqueueInput[]): Promise<Enqueued[]> {
     if (inputs.length > MAX_FLOW_JOBS) throw new ValidationError(`at most ${MAX_FLOW_JOBS} jobs at once, got ${inputs.length}`);
+    checkEdges(inputs);
     inputs.forEach((input, i) => {
       const deps = input.dependsOn ?? [];
       const twice = deps.filter((d, k) => deps.indexOf(d) !== k);
@@ -215,11 +223,13 @@ export class FlowService {
   }
 
   private async acting(actor: Actor | undefined, fn: (c: Executor) => Promise<Result<unknown>>): Promise<number> {
-    return this.db.transaction(async (c) => {
-      const { rowCount } = await fn(c);
-      await this.db.stamp(actor, c);
-      return rowCount;
-    });
+    return retryOnConflict(() =>
+      this.db.transaction(async (c) => {
+        const { rowCount } = await fn(c);
+        await this.db.stamp(actor, c);
+        return rowCount;
+      }),
+    );
   }
 
   /** The parents of a job as its handler sees them (ctx.parents), in dependsOn order. */

@@ -45,11 +45,11 @@ export class MaintainService {
   constructor(private readonly db: Db) {}
 
   /** Requeues (or fails) running jobs whose lease expired or whose owner died. One reaper at a time. */
-  async reap(limit = 1000): Promise<{ requeued: number; failed: number; cancelled: number; orphans: number }> {
+  async reap(limit = 1000, graceMs: number = DEFAULTS.lockLossGraceMs): Promise<{ requeued: number; failed: number; cancelled: number; orphans: number }> {
     const { rows } = await this.db.run(reapJobs, [limit]);
     const count = (s: JobStatus) => rows.filter((r) => r.status === s).length;
     // Leases of jobs whose owner's liveness lock vanished now run out soon (see sql/reap.ts).
-    const orphans = (await this.db.run(markOrphans, [limit])).rowCount;
+    const orphans = (await this.db.run(markOrphans, [limit, graceMs])).rowCount;
     return { requeued: count('queued'), failed: count('failed'), cancelled: count('cancelled'), orphans };
   }
 

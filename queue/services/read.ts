@@ -15,6 +15,17 @@ import { rethrowPg, type Db } from './db.ts';
 import type { WorkerInfo } from './registry.ts';
 import { toSettings, type QueueInfo } from './settings.ts';
 
+/** A queue with a ready job, as the alerts read it (sql/queue-heads.ts). */
+export interface QueueHead {
+  queue: string;
+  /** Seconds the oldest ready job a live worker runs has waited; null when none found. */
+  oldestReadyS: number | null;
+  /** Live workers that take the queue. */
+  liveWorkers: number;
+  /** The oldest ready job, when no live worker runs it: how long it has waited, and its kind. */
+  noWorker: { seconds: number; kind: string } | null;
+}
+
 export interface ListOptions {
   before?: string;
   limit?: number;
@@ -116,8 +127,11 @@ export class ReadService {
   }
 
   /** Each queue with a ready job (not paused, not a dead-letter queue): its oldest ready job's age and its live workers. */
-  async queueHeads(): Promise<{ queue: string; oldestReadyS: number; liveWorkers: number }[]> {
-    return (await this.db.run(queueHeads, [])).rows.map((r) => ({ queue: r.queue, oldestReadyS: r.oldest_ready_s, liveWorkers: r.live_workers }));
+  async queueHeads(): Promise<QueueHead[]> {
+    return (await this.db.run(queueHeads, [])).rows.map((r) => ({
+      queue: r.queue, oldestReadyS: r.oldest_ready_s, liveWorkers: r.live_workers,
+      noWorker: r.no_worker_s === null ? null : { seconds: r.no_worker_s, kind: r.no_worker_kind! },
+    }));
   }
 
   /** Live registered workers (idle ones too) and any unregistered holder of running jobs. */

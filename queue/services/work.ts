@@ -37,22 +37,26 @@ export interface ErrorInfo {
   message: string;
   name?: string;
   stack?: string;
+  /** The durable step (ctx.step) whose work threw it. */
+  step?: string;
   [k: string]: unknown;
 }
 
 const MAX_MESSAGE = 4_000;
 const MAX_STACK = 16_000;
 
-/** An Error (or anything thrown) as the JSON kept in last_error, truncated. */
-export function toErrorInfo(err: unknown): ErrorInfo {
+/** An Error (or anything thrown) as the JSON kept in last_error, truncated; `step`: the durable step whose work threw it. */
+export function toErrorInfo(err: unknown, step?: string): ErrorInfo {
+  const where = step === undefined ? {} : { step };
   if (err instanceof Error) {
     return {
       name: err.name,
       message: String(err.message).slice(0, MAX_MESSAGE),
       ...(err.stack ? { stack: err.stack.slice(0, MAX_STACK) } : {}),
+      ...where,
     };
   }
-  return { message: String(typeof err === 'string' ? err : JSON.stringify(err) ?? err).slice(0, MAX_MESSAGE) };
+  return { message: String(typeof err === 'string' ? err : JSON.stringify(err) ?? err).slice(0, MAX_MESSAGE), ...where };
 }
 
 /** Claim order: priority, then id (a claim's RETURNING has no order). */
@@ -152,9 +156,12 @@ export class WorkService {
     });
   }
 
-  /** The settings of every queue that is paused or limited (the plain claim leaves those alone). */
-  async heldQueues(): Promise<(QueueSettings & { queue: string })[]> {
-    return (await this.db.run(heldQueueSettings, [])).rows.map(toSettings);
+  /**
+   * The settings of every queue that is paused or limited (the plain claim leaves those alone),
+   * each marked `parked` when it is a dead-letter queue.
+   */
+  async heldQueues(): Promise<(QueueSettings & { queue: string; parked: boolean })[]> {
+    return (await this.db.run(heldQueueSettings, [])).rows.map((r) => ({ ...toSettings(r), parked: r.parked }));
   }
 
   /** The held queues and the database's clock, read now: what a claimed-ahead job must pass to start. */
@@ -172,12 +179,20 @@ export class WorkService {
     return rows[0]?.at_ms == null ? null : new Date(rows[0].at_ms);
   }
 
-  /** Renews leases; returns the ones still held, and which of those were asked to cancel. */
-  async heartbeat(worker: string, leases: Lease[], leaseMs = this.db.leaseMs): Promise<{ held: Set<string>; cancelRequested: Set<string> }> {
+  /**
+   * Renews leases and records `ownerLock` (the liveness key the worker holds now, null without
+   * one) as their owner; returns the ones still held, and which of those were asked to cancel.
+   */
+  async heartbeat(
+    worker: string,
+    leases: Lease[],
+    leaseMs = this.db.leaseMs,
+    ownerLock: number | null = null,
+  ): Promise<{ held: Set<string>; cancelRequested: Set<string> }> {
     const held = new Set<string>();
     const cancelRequested = new Set<string>();
     if (leases.length === 0) return { held, cancelRequested };
-    const { rows } = await this.db.run(renewLeases, [leases.map((l) => l.id), leases.map((l) => l.attempt), worker, leaseMs]);
+    const { rows } = await this.db.run(renewLeases, [leases.map((l) => l.id), leases.map((l) => l.attempt), worker, leaseMs, ownerLock]);
     for (const r of rows) {
       held.add(r.id);
       if (r.cancel_requested) cancelRequested.add(r.id);
@@ -208,7 +223,7 @@ export class WorkService {
    * Records failed attempts: each retries after backoff, or fails when out of attempts (or
    * at once when `final`), or becomes cancelled if a cancel was requested. Returns lost ids.
    */
-  async fail(worker: string, failed: (Lease & { error: unknown; final?: boolean })[]): Promise<string[]> {
+  async fail(worker: string, failed: (Lease & { error: unknown; final?: boolean; step?: string })[]): Promise<string[]> {
     if (failed.length === 0) return [];
     const { rows } = await this.db.run(failJobs, [
       failed.map((f) => f.id),
@@ -216,7 +231,7 @@ export class WorkService {
       worker,
       this.db.backoffBaseMs,
       this.db.backoffMaxMs,
-      failed.map((f) => JSON.stringify(toErrorInfo(f.error))),
+      failed.map((f) => JSON.stringify(toErrorInfo(f.error, f.step))),
       failed.map((f) => !!f.final),
     ]);
     return lost(failed, rows);

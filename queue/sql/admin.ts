@@ -22,9 +22,17 @@ export const CANCEL = {
 // (blocked): the update trigger settles it at once.
 export const RETRY = {
   set: `status = CASE WHEN on_parent_failure IS NULL THEN 'queued' ELSE 'blocked' END::herald.job_status, available_at = now(), finished_at = NULL, cancel_requested_at = NULL,
-    result = NULL, progress = NULL, max_attempts = greatest(max_attempts, attempt + 1),
+    result = NULL, progress = NULL, wait = NULL, max_attempts = greatest(max_attempts, attempt + 1),
     expire_at = CASE WHEN expire_at <= now() THEN NULL ELSE expire_at END`,
   where: `status IN ('failed', 'cancelled') AND attempt < ${MAX_ATTEMPTS_LIMIT}`,
+};
+
+// Run now: a queued job waiting out its backoff or its runAt becomes due at once (its trigger
+// writes 'promoted'). A durable handler's sleep or wait (jobs.wait) is left to its own end: a
+// signal, the child it invoked or its own time.
+export const RUN_NOW = {
+  set: `available_at = now()`,
+  where: `status = 'queued' AND available_at > now() AND wait IS NULL`,
 };
 
 /** Only finished jobs may be deleted: a queued or running one would vanish under its worker. */
@@ -35,6 +43,11 @@ export const cancelJob = statement<[id: string], JobRow>('cancel', `UPDATE heral
 export const retryJob = statement<[id: string], JobRow>(
   'retry',
   withWaitingFor(`rows AS (UPDATE herald.jobs SET ${RETRY.set} WHERE id = $1 AND ${RETRY.where} RETURNING *)`),
+);
+
+export const runNowJob = statement<[id: string], JobRow>(
+  'run_now',
+  withWaitingFor(`rows AS (UPDATE herald.jobs SET ${RUN_NOW.set} WHERE id = $1 AND ${RUN_NOW.where} RETURNING *)`),
 );
 
 /**

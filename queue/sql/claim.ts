@@ -64,6 +64,9 @@ export function claimStatements<Params extends readonly unknown[]>(name: string,
 // hashed a sequential scan of every row (8 of 23 ms at 30k rows, growing with the table).
 // (`runnable` and takePicked above are written that way.)
 //
+// A claim for every queue ($1 NULL) leaves the dead-letter queues alone (the gate row's parked):
+// they are parking lots, worked only by a worker that names them. The same locked read makes a
+// PATCH that names a dead-letter queue wait for claims in flight.
 // Queues that are paused or have a limit are left to claim-limited.ts. Their list is read from
 // the gate row FOR SHARE: a locked read returns the newest committed version, and a settings
 // change (which updates that row) waits for claims in flight. So once a PATCH has returned, no
@@ -77,7 +80,7 @@ export const claimJobs = claimStatements<ClaimParams<string[] | null>>(
   'claim',
   (returning) => `
 WITH gate AS MATERIALIZED (
-  SELECT held FROM herald.queue_gate WHERE id = 1 FOR SHARE
+  SELECT CASE WHEN $1::text[] IS NULL THEN held || parked ELSE held END AS held FROM herald.queue_gate WHERE id = 1 FOR SHARE
 ),
 picked AS (
   SELECT id
@@ -108,6 +111,7 @@ SELECT ceil(extract(epoch FROM min(available_at)) * 1000)::float8 AS at_ms
 FROM herald.jobs
 WHERE status = 'queued' AND available_at > now() - make_interval(secs => $4::float8 / 1000)
   AND ($1::text[] IS NULL OR queue = ANY($1::text[]))
+  AND ($1::text[] IS NOT NULL OR NOT (queue = ANY((SELECT parked FROM herald.queue_gate WHERE id = 1)::text[])))
   AND (requires = '{}' OR requires <@ $2::text[])
   AND ($3::text[] IS NULL OR kind = ANY($3::text[]))`,
 );

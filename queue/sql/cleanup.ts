@@ -7,14 +7,19 @@ import { statement } from './statement.ts';
 // the rest go with their partition
 // (dropEventPartition). The highest (tx, id) it removes moves the retention horizon up: a stream
 // resumed from below it starts with a reset.
+// A finished parent stays while a child of it has not ended: a waiting child would be cancelled
+// ("parent was deleted"), and a `run` child would run without the parent's result.
 // `jobs` counts the finished jobs deleted, `gone` the bulk-deleted jobs whose events went.
 export const deleteFinishedJobs = statement<[olderThanMs: number, limit: number], { jobs: number; gone: number }>(
   'cleanup',
   `
 WITH doomed AS (
-  SELECT id FROM herald.jobs
+  SELECT id FROM herald.jobs p
   WHERE status IN ('succeeded', 'failed', 'cancelled')
     AND finished_at < now() - make_interval(secs => $1::float8 / 1000)
+    AND NOT (p.has_children AND EXISTS (
+      SELECT 1 FROM herald.job_edges e JOIN herald.jobs c ON c.id = e.child
+      WHERE e.parent = p.id AND c.status NOT IN ('succeeded', 'failed', 'cancelled')))
   ORDER BY finished_at
   LIMIT $2
   FOR UPDATE SKIP LOCKED

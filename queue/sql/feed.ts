@@ -6,8 +6,8 @@ import { freshHorizonCte, horizonCte } from './horizon.ts';
 // a reader following `id > last` would skip 100 for ever), so the feed reads only rows written by
 // transactions below the horizon (horizon.ts): every transaction under it that could write here
 // has ended, so that set never grows again. Ordered by (tx, id), the cursor is that pair;
-// resuming after it yields exactly what came later.
-const EVENT_COLUMNS = `e.id, e.job_id, e.tx::text AS tx, e.at, e.queue, e.kind, e.type, e.status, e.attempt, e.worker, e.data, e.flow_id::text AS flow_id`;
+// resuming after it yields exactly what came later. On a standby: replica.ts.
+export const EVENT_COLUMNS = `e.id, e.job_id, e.tx::text AS tx, e.at, e.queue, e.kind, e.type, e.status, e.attempt, e.worker, e.data, e.flow_id::text AS flow_id`;
 
 /** The tailer's read: events past the cursor and below the horizon. $4: ids known to be other databases' (horizon.ts). */
 export const readFeed = statement<[...FeedAfter, limit: number, otherXids: string[]], EventRow>(
@@ -44,6 +44,22 @@ WHERE (e.tx, e.id) > ($1::xid8, $2::bigint)
   AND ($8::bigint IS NULL OR e.flow_id = $8)
 ORDER BY e.tx, e.id
 LIMIT $5`,
+);
+
+/**
+ * The newest events at or before a position the tailer reached (so all final), newest first,
+ * optionally of one queue: what a page that opens shows before live events come.
+ */
+export const readFeedRecent = statement<[...FeedAfter, limit: number, queue: string | null], EventRow>(
+  'feed_recent',
+  `
+SELECT ${EVENT_COLUMNS}
+FROM herald.job_events e
+WHERE (e.tx, e.id) <= ($1::xid8, $2::bigint)
+  AND e.tx <= $1::xid8 -- implied: the plan reads the newest partitions first
+  AND ($4::text IS NULL OR e.queue = $4)
+ORDER BY e.tx DESC, e.id DESC
+LIMIT $3`,
 );
 
 /** The newest event below the horizon (with a fresh look at other databases; freshHorizonCte first). */

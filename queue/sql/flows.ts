@@ -27,10 +27,22 @@ marked AS (
 SELECT id::text AS id FROM locked`,
 );
 
-/** Edges as parallel arrays: child waits for parent, at place pos of its dependsOn. */
+/**
+ * Edges as parallel arrays: child waits for parent, at place pos of its dependsOn. Each new child
+ * counts its parents that have not ended (waiting_on); the parents are new or locked, so none ends
+ * meanwhile.
+ */
 export const insertEdges = statement<[children: string[], parents: string[], positions: number[]]>(
   'flow_insert_edges',
-  `INSERT INTO herald.job_edges (child, parent, pos) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[])`,
+  `
+WITH e AS (
+  INSERT INTO herald.job_edges (child, parent, pos) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[])
+  RETURNING child, parent
+)
+UPDATE herald.jobs c SET waiting_on = w.n
+FROM (SELECT e.child, count(*) FILTER (WHERE p.status NOT IN ('succeeded', 'failed', 'cancelled'))::int AS n
+      FROM e JOIN herald.jobs p ON p.id = e.parent GROUP BY e.child) w
+WHERE c.id = w.child`,
 );
 
 /** Settles new children of existing jobs: their parents may have finished already. */

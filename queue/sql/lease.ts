@@ -1,4 +1,5 @@
 import type { JobStatus } from '../schema/index.ts';
+import { RENEW_TIMEOUT_MS } from '../defaults.ts';
 import { leaseFromNow, statement } from './statement.ts';
 
 // Every worker write is fenced: id AND attempt AND locked_by (so status = 'running'). A row that
@@ -28,18 +29,24 @@ function held(...extra: [array: string, name: string][]): string {
   return `unnest(${cols.map((c) => c[0]).join(', ')}) AS l(${cols.map((c) => c[1]).join(', ')})`;
 }
 
-/** Renews the leases of many jobs at once; returns the ones still held. */
+/**
+ * Renews the leases of many jobs at once; returns the ones still held. Each renewal also records
+ * the liveness key the worker holds now ($5, NULL while its listener is down): after a reconnect
+ * that had to take a new key (the old session still held the old one), the jobs follow the live
+ * key, and the reaper does not take them when the old session ends (see reap.ts).
+ */
 export const renewLeases = statement<
-  [ids: string[], attempts: number[], worker: string, leaseMs: number],
+  [ids: string[], attempts: number[], worker: string, leaseMs: number, ownerLock: number | null],
   { id: string; cancel_requested: boolean }
 >(
   'heartbeat',
   `
 UPDATE herald.jobs j
-SET lease_expires_at = ${leaseFromNow('$4')}
+SET lease_expires_at = ${leaseFromNow('$4')}, owner_lock = $5::int
 FROM ${held()}
 WHERE ${BATCH_FENCE}
 RETURNING j.id, j.cancel_requested_at IS NOT NULL AS cancel_requested`,
+  { timeoutMs: RENEW_TIMEOUT_MS },
 );
 
 /** Progress also renews the lease. */

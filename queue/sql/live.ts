@@ -15,6 +15,13 @@ export const LIVE_KEYS = `
 export const WORKER_SEEN_LATELY = `w.last_seen_at > now() - make_interval(secs => ${WORKER_STALE_MS / 1000})`;
 
 /**
+ * Registry row `w` runs job `j` (a row with queue, kind and requires): it takes the job's queue,
+ * knows its kind and has every capability it requires. Whether the worker is live is the caller's.
+ */
+export const workerRuns = (j: string) =>
+  `(w.queues IS NULL OR ${j}.queue = ANY(w.queues)) AND ${j}.kind = ANY(w.kinds) AND ${j}.requires <@ w.capabilities`;
+
+/**
  * A registered worker is live while its liveness lock is held (or it has none: a worker behind
  * a transaction pooler) and it refreshed its row lately. `w` is a herald.workers row; the query
  * must define the CTE `live_keys` as LIVE_KEYS.

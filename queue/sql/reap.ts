@@ -2,12 +2,11 @@ import { LOCK_NAMESPACE, REAPER_KEY } from '../locks.ts';
 import type { JobStatus } from '../schema/index.ts';
 import { LIVE_KEYS } from './live.ts';
 import { statement, timeoutDeadline } from './statement.ts';
-import { LOCK_LOSS_GRACE_MS } from '../defaults.ts';
 
 // Running jobs whose owner is gone come back when their lease has run out. A vanished liveness
 // lock (a session advisory lock on the worker's listener connection) is not proof of death by
 // itself: a connection cut for a moment drops it too, and the worker retakes it on reconnect.
-// So a missing lock only shortens the lease to LOCK_LOSS_GRACE_MS (markOrphans); a worker that
+// So a missing lock only shortens the lease to a grace ($2 ms, DEFAULTS.lockLossGraceMs: markOrphans); a worker that
 // comes back renews it at once, a dead one never does, and the reap below then takes its jobs.
 // Only one reaper runs at a time (the try-lock gate), so many workers never stampede. The UPDATE
 // re-checks status and expiry itself, on the locked row: a job that completed or was renewed
@@ -19,7 +18,7 @@ const DEAD = `j.status = 'running' AND j.lease_expires_at < now()`;
 // retaken while this statement waited for the row (the worker's renewal) is seen.
 const OWNER_GONE = `j.owner_lock IS NOT NULL AND NOT EXISTS (${LIVE_KEYS} AND objid::bigint::int = j.owner_lock)`;
 
-export const markOrphans = statement<[limit: number], { id: string }>(
+export const markOrphans = statement<[limit: number, graceMs: number], { id: string }>(
   'mark_orphans',
   `
 WITH gate AS MATERIALIZED (
@@ -34,15 +33,15 @@ suspect AS (
     -- before it are left to their leases, so a worker back within its lease keeps its jobs.
     AND j.started_at > pg_postmaster_start_time()
     AND j.status = 'running' AND j.owner_lock IS NOT NULL AND j.owner_lock NOT IN (SELECT key FROM live)
-    AND j.lease_expires_at > now() + make_interval(secs => ${LOCK_LOSS_GRACE_MS / 1000})
+    AND j.lease_expires_at > now() + make_interval(secs => $2::float8 / 1000)
   LIMIT $1
   FOR UPDATE SKIP LOCKED
 )
 UPDATE herald.jobs j
-SET lease_expires_at = now() + make_interval(secs => ${LOCK_LOSS_GRACE_MS / 1000})
+SET lease_expires_at = now() + make_interval(secs => $2::float8 / 1000)
 FROM suspect
 WHERE j.id = suspect.id AND j.status = 'running' AND ${OWNER_GONE}
-  AND j.lease_expires_at > now() + make_interval(secs => ${LOCK_LOSS_GRACE_MS / 1000})
+  AND j.lease_expires_at > now() + make_interval(secs => $2::float8 / 1000)
 RETURNING j.id`,
 );
 

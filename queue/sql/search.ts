@@ -5,9 +5,10 @@
 // These statements are never prepared: a prepared statement may switch to a generic plan, and
 // a generic plan of "$1 IS NULL OR queue = $1" cannot use the queue index. Planning each call
 // costs well under a millisecond; a wrong plan costs a table scan.
+import type { BulkAction } from '../defaults.ts';
 import type { JobStatus } from '../schema/index.ts';
-import { CANCEL, DELETE, RETRY } from './admin.ts';
-import { REDRIVE } from './dead-letter.ts';
+import { CANCEL, DELETE, RETRY, RUN_NOW } from './admin.ts';
+import { REDRIVE, redrivable } from './dead-letter.ts';
 import type { JobRow } from './rows.ts';
 import { withWaitingFor } from './waiting.ts';
 import { statement } from './statement.ts';
@@ -23,7 +24,8 @@ const JOB_FILTER = `
   AND ($7::timestamptz IS NULL OR j.created_at <= $7)
   AND ($8::text IS NULL OR j."group" = $8)
   AND ($9::text IS NULL OR j.tags @> ARRAY[$9::text])
-  AND ($10::bigint IS NULL OR j.flow_id = $10)`;
+  AND ($10::bigint IS NULL OR j.flow_id = $10)
+  AND ($12::text IS NULL OR (j.wait IS NOT NULL AND j.wait->>'type' = $12 AND j.available_at > now()))`;
 
 /** The filter's parameters, in JOB_FILTER's order: payload as JSON text, error as an ILIKE pattern, times as ISO. */
 export type FilterParams = [
@@ -43,8 +45,10 @@ export type FilterParams = [
   flow: string | null,
   /** Only queued jobs whose runAt is still ahead (what GET /api/queues counts as scheduled). */
   scheduled: boolean,
+  /** Only jobs whose durable handler waits so (jobs.wait.type) until its runAt, still ahead (waitingFor). */
+  waitingFor: string | null,
 ];
-const FILTER_PARAMS = 11;
+const FILTER_PARAMS = 12;
 const p = (n: number) => `$${FILTER_PARAMS + n}`;
 
 const unprepared = { prepare: false } as const;
@@ -86,12 +90,6 @@ LIMIT 1`,
   unprepared,
 );
 
-/** How many jobs the filter matches (a bulk action's dry run). */
-export const countJobs = statement<FilterParams, { n: number }>(
-  'count_matching',
-  `SELECT count(*)::int AS n FROM herald.jobs j WHERE ${JOB_FILTER}`,
-  unprepared,
-);
 
 // A bulk action works through the matches newest first, p(2) at a time, below the cursor p(1);
 // each call is its own short transaction. `matched` counts the batch, `affected` the jobs the
@@ -120,9 +118,9 @@ SELECT (SELECT count(*) FROM batch)::int AS matched,
 export const bulkStatements = {
   retry: bulkBatch('bulk_retry', `UPDATE herald.jobs SET ${RETRY.set} FROM batch b WHERE herald.jobs.id = b.id AND ${RETRY.where} RETURNING 1`),
   cancel: bulkBatch('bulk_cancel', `UPDATE herald.jobs SET ${CANCEL.set} FROM batch b WHERE herald.jobs.id = b.id AND ${CANCEL.where} RETURNING 1`),
-  // Each job leaves one 'deleted' event, so live views drop it, and its events stay until
-  // retention removes them (deleted_jobs says when): a stream resuming, or one behind a long
-  // transaction, still sees how the job ended, and queue history still counts it.
+  // Each job leaves one 'deleted' event, so live views drop it; its other events go right after,
+  // in the same transaction (purgeDeletedEvents). The 'deleted' events go with retention
+  // (deleted_jobs says when).
   delete: bulkBatch(
     'bulk_delete',
     `
@@ -135,4 +133,46 @@ export const bulkStatements = {
   INSERT INTO herald.deleted_jobs (job_id) SELECT id FROM acted ON CONFLICT DO NOTHING`,
   ),
   redrive: bulkBatch('bulk_redrive', REDRIVE),
+  run_now: bulkBatch('bulk_run_now', `UPDATE herald.jobs SET ${RUN_NOW.set} FROM batch b WHERE herald.jobs.id = b.id AND ${RUN_NOW.where} RETURNING 1`),
 };
+
+/**
+ * A bulk action's dry run: the jobs the filter matches, and how many of them the action would
+ * change now, by the same test the action applies to each locked row. One read, no lock.
+ */
+const dryRun = (name: string, eligible: string, join = '') =>
+  statement<FilterParams, { matched: number; affected: number }>(
+    name,
+    `SELECT count(*)::int AS matched, (count(*) FILTER (WHERE ${eligible}))::int AS affected
+FROM herald.jobs j ${join}
+WHERE ${JOB_FILTER}`,
+    unprepared,
+  );
+
+/** One dry run per bulk action. */
+export const dryRunStatements: Record<BulkAction, ReturnType<typeof dryRun>> = {
+  retry: dryRun('dry_run_retry', RETRY.where),
+  cancel: dryRun('dry_run_cancel', CANCEL.where),
+  delete: dryRun('dry_run_delete', `status IN ${DELETE.statuses}`),
+  redrive: dryRun('dry_run_redrive', redrivable('j', 's'), 'LEFT JOIN herald.jobs s ON s.id = j.dead_letter_of'),
+  run_now: dryRun('dry_run_run_now', RUN_NOW.where),
+};
+
+/**
+ * Deletes the events of the jobs this transaction's bulk delete removed (their 'deleted' events
+ * say which), but those: error and progress messages can hold what a job handled, and whoever
+ * deletes a job to erase it must be able to rely on that. Wherever the events are: any partition,
+ * and the staging that a partition drop copies kept events into. A statement of its own, after
+ * the delete: a drop's copy that held a job's row (FOR KEY SHARE) made the delete wait, and only
+ * a snapshot taken after that wait sees the copies it committed.
+ */
+export const purgeDeletedEvents = statement<[]>(
+  'purge_deleted_events',
+  `
+WITH gone AS (
+  SELECT ARRAY(SELECT job_id FROM herald.job_events WHERE tx = pg_current_xact_id_if_assigned() AND type = 'deleted') AS ids
+), events AS (
+  DELETE FROM herald.job_events e USING gone WHERE e.job_id = ANY (gone.ids) AND e.type <> 'deleted'
+)
+DELETE FROM herald.job_events_staging e USING gone WHERE e.job_id = ANY (gone.ids) AND e.type <> 'deleted'`,
+);

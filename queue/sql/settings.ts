@@ -44,12 +44,15 @@ ON CONFLICT (queue) DO UPDATE SET
 RETURNING q.*`,
 );
 
-/** Settings of the queues a plain claim leaves alone (paused or limited): what workers cache. */
-export const heldQueueSettings = statement<[], QueueSettingsRow>(
+/**
+ * Settings of the queues a plain claim leaves alone (paused or limited): what workers cache; and
+ * whether each is a dead-letter queue, which a worker for every queue leaves alone.
+ */
+export const heldQueueSettings = statement<[], QueueSettingsRow & { parked: boolean }>(
   'held_queues',
   `
-SELECT q.* FROM herald.queues q
-WHERE q.queue = ANY((SELECT held FROM herald.queue_gate WHERE id = 1)::text[])
+SELECT q.*, q.queue = ANY(g.parked) AS parked FROM herald.queues q, herald.queue_gate g
+WHERE g.id = 1 AND q.queue = ANY(g.held)
 ORDER BY q.queue`,
 );
 

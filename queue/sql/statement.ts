@@ -20,6 +20,8 @@ export interface Statement<Params extends readonly unknown[], Row> {
   readonly rowMode?: 'array';
   /** Type parsers for this statement's columns instead of node-postgres's defaults. */
   readonly parsers?: pg.CustomTypesConfig;
+  /** Given up (and its connection dropped) when no answer came in this many ms. */
+  readonly timeoutMs?: number;
   /** Type-level only (never set): carries Params and Row to the call site. */
   readonly types?: { params: Params; row: Row };
 }
@@ -28,7 +30,7 @@ export interface Statement<Params extends readonly unknown[], Row> {
 export function statement<Params extends readonly unknown[], Row = never>(
   name: string,
   text: string,
-  opts: Pick<Statement<Params, Row>, 'prepare' | 'rowMode' | 'parsers'> = {},
+  opts: Pick<Statement<Params, Row>, 'prepare' | 'rowMode' | 'parsers' | 'timeoutMs'> = {},
 ): Statement<Params, Row> {
   return { name: `herald_${name}`, text: text.trim(), ...opts };
 }
@@ -73,7 +75,13 @@ export class StatementRunner {
   private generation = 0;
 
   async run<Params extends readonly unknown[], Row>(db: Executor, st: Statement<Params, Row>, values: Params): Promise<Result<Row>> {
-    const config: pg.QueryConfig & { rowMode?: 'array' } = { text: st.text, values: values as unknown as unknown[], rowMode: st.rowMode, types: st.parsers };
+    const config: pg.QueryConfig & { rowMode?: 'array'; query_timeout?: number } = {
+      text: st.text,
+      values: values as unknown as unknown[],
+      rowMode: st.rowMode,
+      types: st.parsers,
+      query_timeout: st.timeoutMs,
+    };
     if (!this.prepared || st.prepare === false) return toResult(await db.query(config));
     const generation = this.generation;
     try {

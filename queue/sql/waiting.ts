@@ -1,7 +1,13 @@
-import { WORKER_SEEN_LATELY } from './live.ts';
+import { WORKER_SEEN_LATELY, workerRuns } from './live.ts';
 
 /** Why a queued job is held back (the Job JSON's waitingFor), as WAITING_FOR below says. */
-export const WAITING_REASONS = ['dependencies', 'scheduled', 'paused', 'concurrency', 'group_concurrency', 'rate_limit', 'no_worker'] as const;
+export const WAITING_REASONS = [
+  'dependencies', 'scheduled', 'paused', 'concurrency', 'group_concurrency', 'rate_limit', 'no_worker',
+  // A durable handler's run ended to sleep, to wait for a signal, or for a job it invoked: the
+  // 'scheduled' of a job whose jobs.wait says why (toJob; the SQL here never names that column, so
+  // it runs on a database migrated before it existed).
+  'sleep', 'signal', 'child',
+] as const;
 export type WaitingFor = (typeof WAITING_REASONS)[number];
 
 // Why a queued job is held back, as the Job JSON's waitingFor: the first reason that applies,
@@ -20,10 +26,7 @@ CASE
   WHEN j.status <> 'queued' THEN NULL
   WHEN j.available_at > now() THEN 'scheduled'
   WHEN s.paused THEN 'paused'
-  WHEN NOT EXISTS (
-    SELECT 1 FROM live_workers w
-    WHERE (w.queues IS NULL OR j.queue = ANY(w.queues)) AND j.kind = ANY(w.kinds) AND j.requires <@ w.capabilities
-  ) THEN 'no_worker'
+  WHEN NOT EXISTS (SELECT 1 FROM live_workers w WHERE ${workerRuns('j')}) THEN 'no_worker'
   WHEN s.concurrency <= s.running THEN 'concurrency'
   WHEN s.group_concurrency <= g.running THEN 'group_concurrency'
   WHEN s.rate_count <= s.started THEN 'rate_limit'

@@ -12,7 +12,7 @@ export const alertsReply = Type.Object({
       alert: OneOf(ALERT_NAMES),
       queue: Nullable(Type.String(), { description: 'the queue it is about; null for the whole system' }),
       summary: Type.String(),
-      runbook: Type.String({ description: 'the README section that says what to do' }),
+      runbook: Type.String({ description: 'the docs section that says what to do (docs/alerts.md#ALERT)' }),
     }),
   ),
 });

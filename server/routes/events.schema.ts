@@ -1,6 +1,7 @@
 // The schemas of GET /api/events (routes/events.ts).
 import { Type } from 'typebox';
-import { JobId, Name } from '../schemas.ts';
+import { DEFAULTS } from '../../queue/defaults.ts';
+import { JobEvent, JobId, Name, Ref } from '../schemas.ts';
 
 const CURSOR_MAX = 64;
 
@@ -18,3 +19,17 @@ export const eventsQuery = Type.Object(
 );
 
 export const eventsHeaders = Type.Object({ 'last-event-id': Type.Optional(Type.String({ maxLength: CURSOR_MAX })) });
+
+/** GET /api/events/recent: what a page shows before live events come. */
+export const recentEventsQuery = Type.Object(
+  {
+    queue: Type.Optional(Name('only events of this queue')),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: DEFAULTS.recentEventsMax, default: DEFAULTS.recentEventsMax })),
+  },
+  { additionalProperties: false },
+);
+
+export const recentEvents = Type.Object(
+  { events: Type.Array(Ref(JobEvent), { description: 'newest first' }) },
+  { description: 'the newest events the stream has published' },
+);

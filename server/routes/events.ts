@@ -7,7 +7,8 @@ import { parseCursor } from '../../queue/cursor.ts';
 import type { ServerContext } from '../context.ts';
 import { HeraldError } from '../../queue/errors.ts';
 import { errors } from '../schemas.ts';
-import { eventsHeaders, eventsQuery } from './events.schema.ts';
+import { DEFAULTS } from '../../queue/defaults.ts';
+import { eventsHeaders, eventsQuery, recentEvents, recentEventsQuery } from './events.schema.ts';
 
 /** Seconds a client refused for the stream cap waits before it tries again. */
 const STREAMS_RETRY_AFTER_S = 5;
@@ -52,6 +53,28 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
         throw new HeraldError('this server has as many open event streams as it serves (HERALD_MAX_STREAMS); try again shortly', 'HERALD_TOO_MANY_STREAMS');
       }
       await ctx.hub.open(reply, { queue: q.queue, jobId: q.job, flowId: q.flow }, after);
+    },
+  );
+
+  app.withTypeProvider<TypeBoxTypeProvider>().get(
+    '/api/events/recent',
+    {
+      config: { role: 'viewer' },
+      schema: {
+        tags: ['events'],
+        operationId: 'listRecentEvents',
+        summary: 'The newest events, newest first',
+        description:
+          'The events the stream has published last (up to ?limit=, optionally of one ?queue=), newest first: what a page shows before live ones come. ' +
+          'To follow from there without a gap, open GET /api/events (this list has no cursor).',
+        querystring: recentEventsQuery,
+        response: { 200: recentEvents, ...errors(400, 401, 403) },
+      },
+    },
+    async (request) => {
+      const { limit = DEFAULTS.recentEventsMax, queue } = request.query;
+      // A board read: the replica's when one is set (it reads there as far as the tailer reached).
+      return { events: await ctx.reads.recentEvents(ctx.hub.tailer.position, limit, queue) };
     },
   );
 }

@@ -2,7 +2,7 @@
 // replies. The per-job fields are the enqueue body's (enqueue.schema.ts).
 import { Type } from 'typebox';
 import { JOB_STATUSES } from '../../queue/schema/index.ts';
-import { DEFAULTS } from '../../queue/defaults.ts';
+import { DEFAULTS, FLOW_NAME_PATTERN, FLOW_NAME_RULE, MAX_NAME_LENGTH } from '../../queue/defaults.ts';
 import { ON_PARENT_FAILURE } from '../../queue/job.ts';
 import { FLOW_STATUSES, MAX_FLOW_JOBS } from '../../queue/services/flows.ts';
 import { DateTime, Job, JobId, Name, Nullable, OneOf, Ref } from '../schemas.ts';
@@ -26,7 +26,9 @@ const flowJob = Type.Object(
 
 export const flowBody = Type.Object(
   {
-    name: Type.Optional(Name('a name to find the flow by')),
+    name: Type.Optional(
+      Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, pattern: FLOW_NAME_PATTERN, description: `a name for people to know the flow by: ${FLOW_NAME_RULE}` }),
+    ),
     jobs: Type.Array(flowJob, { minItems: 1, maxItems: MAX_FLOW_JOBS }),
   },
   { additionalProperties: false },

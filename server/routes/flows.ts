@@ -7,12 +7,12 @@ import type { ServerContext } from '../context.ts';
 import { errors } from '../schemas.ts';
 import { Flow, flowActed, flowBody, flowCreated, flowDetail, flowListQuery, flowPage, flowParams, jobRelatives } from './flows.schema.ts';
 import { idParams } from './jobs.schema.ts';
-import { pathId } from './jobs.ts';
+import { findJob, pathId } from './jobs.ts';
 
 export function flowRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
   api.addSchema(Flow);
-  const { queue } = ctx;
+  const { queue, reads } = ctx;
 
   api.post(
     '/api/flows',
@@ -52,7 +52,7 @@ export function flowRoutes(app: FastifyInstance, ctx: ServerContext): void {
         response: { 200: flowPage, ...errors(400, 401, 403) },
       },
     },
-    async (request) => queue.flows(request.query),
+    async (request) => reads.flows(request.query),
   );
 
   api.get(
@@ -69,7 +69,8 @@ export function flowRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
     async (request) => {
       const id = pathId(request.params, 'flow');
-      const flow = await queue.flow(id);
+      // One created a moment ago may not be on the replica yet: the primary before a 404.
+      const flow = (await reads.flow(id)) ?? (reads === queue ? null : await queue.flow(id));
       if (!flow) throw new NotFoundError(`flow ${id} does not exist`);
       return flow;
     },
@@ -115,8 +116,8 @@ export function flowRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
     async (request) => {
       const id = pathId(request.params);
-      if (!(await queue.get(id))) throw new NotFoundError(`job ${id} does not exist`);
-      return queue.relatives(id);
+      if (!(await findJob(ctx, id))) throw new NotFoundError(`job ${id} does not exist`);
+      return reads.relatives(id);
     },
   );
 }

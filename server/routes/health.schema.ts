@@ -21,6 +21,15 @@ export const healthReply = Type.Object({
   db: OneOf(['up', 'down']),
   listener: OneOf(['up', 'down', 'polling', 'connecting']),
   streamLagMs: Nullable(Type.Number()),
+  replica: Nullable(
+    Type.Object({
+      up: Type.Boolean({ description: 'the replica answered the last statement sent to it' }),
+      lagMs: Type.Number({ description: 'age of the oldest write of the primary it has not replayed (grows while it is down)' }),
+      maxLagMs: Type.Number({ description: 'HERALD_READ_MAX_LAG_MS' }),
+      reading: OneOf(['replica', 'primary'], { description: 'where the stream and the board read now' }),
+    }),
+    { description: 'The read replica (HERALD_READ_URL); null without one' },
+  ),
   streamHeldBy: Nullable(streamHolder, {
     description:
       'The open transaction of this database that holds the event stream back (events committed after it wait until it ends), once it has been open 1 s; null when none does',

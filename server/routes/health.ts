@@ -3,6 +3,7 @@
 // process keeps running through an outage; the pool and the listener reconnect by themselves.
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { ReplicaStatus } from '../../queue/replica.ts';
 import type { ServerContext } from '../context.ts';
 import { Described, errors } from '../schemas.ts';
 import { healthQuery, healthReply, type Health } from './health.schema.ts';
@@ -51,6 +52,7 @@ export function healthRoutes(app: FastifyInstance, ctx: ServerContext): void {
         db: tables !== null ? 'up' : 'down',
         listener: state === 'connecting' ? 'down' : state,
         streamLagMs: ctx.hub.lagMs(),
+        replica: ctx.replica ? replicaHealth(ctx.replica.status()) : null,
         streamHeldBy: holder && !request.known ? { ...holder, pid: null, applicationName: null } : holder,
         tables: request.known ? (tables ?? []) : [],
       };
@@ -58,3 +60,5 @@ export function healthRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
   );
 }
+
+const replicaHealth = ({ up, lagMs, maxLagMs, reading }: ReplicaStatus): Health['replica'] => ({ up, lagMs, maxLagMs, reading });

@@ -3,6 +3,7 @@
 import { Type } from 'typebox';
 import { JOB_STATUSES } from '../../queue/schema/index.ts';
 import { BULK_ACTIONS, DEFAULTS } from '../../queue/defaults.ts';
+import { DURABLE_WAITS } from '../../queue/search.ts';
 import { DateTime, Job, JobEvent, JobId, Name, Nullable, OneOf, Ref } from '../schemas.ts';
 
 export const idParams = Type.Object({ id: JobId() });
@@ -21,6 +22,9 @@ const filterFields = {
   group: Type.Optional(Name('only jobs of this group')),
   tag: Type.Optional(Name('only jobs carrying this tag')),
   flow: Type.Optional(JobId('only jobs of this flow')),
+  waitingFor: Type.Optional(
+    OneOf(DURABLE_WAITS, { description: "queued jobs whose durable handler sleeps (ctx.sleep), waits for a signal (ctx.waitFor) or for a job it invoked (ctx.invoke): the Job's waitingFor" }),
+  ),
 };
 
 export const listQuery = Type.Object(
@@ -45,7 +49,7 @@ export const jobPage = Type.Object(
 export const bulkBody = Type.Object(
   {
     action: OneOf(BULK_ACTIONS, {
-      description: 'retry: failed and cancelled jobs; cancel: queued, blocked and running; delete: succeeded, failed and cancelled (each gets a deleted event; its events stay until retention); redrive: dead-letter copies (queued or failed) back to their source queue as new jobs',
+      description: 'retry: failed and cancelled jobs; cancel: queued, blocked and running; delete: succeeded, failed and cancelled, with their events (each leaves one deleted event); redrive: dead-letter copies (queued or failed, the newest of their source, whose source has not run again) back to their source queue as new jobs (a flow job is retried in place); run_now: queued jobs waiting out a backoff or their runAt (not a durable sleep or wait), due at once',
     }),
     filter: Type.Object(
       {
@@ -56,7 +60,7 @@ export const bulkBody = Type.Object(
       },
       { additionalProperties: false, description: 'the GET /api/jobs filters; it must name a queue, a status or a flow' },
     ),
-    dryRun: Type.Optional(Type.Boolean({ description: 'only count the matches' })),
+    dryRun: Type.Optional(Type.Boolean({ description: 'change nothing: count the matches, and those the action would change now' })),
   },
   { additionalProperties: false },
 );
@@ -64,9 +68,9 @@ export const bulkBody = Type.Object(
 export const bulkResult = Type.Object(
   {
     matched: Type.Integer({ description: 'jobs the filter matched, in any status' }),
-    affected: Type.Optional(Type.Integer({ description: 'jobs the action changed (absent on a dry run)' })),
+    affected: Type.Integer({ description: 'jobs the action changed; on a dry run, those it would change now' }),
   },
-  { description: '{matched} on a dry run, {matched, affected} otherwise' },
+  { description: 'what the action matched and changed (or, on a dry run, would change)' },
 );
 
 export const jobEvents = Type.Object(

@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { NotFoundError, ValidationError } from '../../queue/errors.ts';
+import type { Job as JobJson } from '../../queue/job.ts';
 import type { ServerContext } from '../context.ts';
 import { errors, Job, Ref } from '../schemas.ts';
 import { bulkBody, bulkResult, idParams, jobEvents, jobEventsQuery, jobPage, listQuery } from './jobs.schema.ts';
@@ -41,7 +42,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
     async (request) => {
       const q = request.query;
       if (q.before !== undefined && BigInt(q.before) > MAX_ID) q.before = MAX_ID.toString();
-      return ctx.queue.list(q);
+      return ctx.reads.list(q);
     },
   );
 
@@ -52,11 +53,13 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
       schema: {
         tags: ['jobs'],
         operationId: 'bulkJobs',
-        summary: 'Retry, cancel or delete every job a filter matches',
+        summary: 'Retry, cancel, delete, redrive or run now every job a filter matches',
         description:
           'retry applies to failed and cancelled jobs, cancel to queued, blocked and running ones (running ones get cancelRequested), ' +
-          'delete to succeeded, failed and cancelled ones, with their events. Jobs in other statuses count in `matched` and ' +
-          'are left alone. The filter must name a queue, a status or a flow. Works in transactions of at most 1,000 jobs.',
+          'delete to succeeded, failed and cancelled ones, with their events, redrive to dead-letter copies, run_now to queued jobs ' +
+          'waiting out a backoff or their runAt. Jobs in other statuses ' +
+          'count in `matched` and are left alone. A dry run changes nothing and says what the action would affect now. ' +
+          'The filter must name a queue, a status or a flow. Works in transactions of at most 1,000 jobs.',
         body: bulkBody,
         response: { 200: bulkResult, ...errors(400, 401, 403) },
       },
@@ -66,7 +69,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
       if (filter.queue === undefined && filter.status === undefined && filter.flow === undefined) {
         throw new ValidationError('filter must name a queue, a status or a flow: a bulk action over every job is refused');
       }
-      if (dryRun) return { matched: await ctx.queue.countMatching(filter) };
+      if (dryRun) return ctx.queue.bulkDryRun(action, filter);
       const result = await ctx.queue.bulk(action, filter, { actor: request.actor });
       request.log.info({ action, filter, ...result, by: request.actor }, 'bulk action');
       return result;
@@ -81,7 +84,7 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
     async (request) => {
       const id = jobId(request.params);
-      const job = await ctx.queue.get(id);
+      const job = await findJob(ctx, id);
       if (!job) throw new NotFoundError(`job ${id} does not exist`);
       return job;
     },
@@ -108,9 +111,9 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
       const id = jobId(request.params);
       const { after, limit } = request.query;
       // An id past bigint's range: nothing comes after it.
-      const page = await ctx.queue.eventPage(id, { after: after && BigInt(after) > MAX_ID ? String(MAX_ID) : after, limit });
+      const page = await ctx.reads.eventPage(id, { after: after && BigInt(after) > MAX_ID ? String(MAX_ID) : after, limit });
       // Every job has at least its 'enqueued' event; none means no such job.
-      if (page.events.length === 0 && !(await ctx.queue.get(id))) throw new NotFoundError(`job ${id} does not exist`);
+      if (page.events.length === 0 && !(await findJob(ctx, id))) throw new NotFoundError(`job ${id} does not exist`);
       return page;
     },
   );
@@ -147,4 +150,27 @@ export function jobRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
     async (request) => ctx.queue.retry(jobId(request.params), request.actor),
   );
+
+  api.post(
+    '/api/jobs/:id/run-now',
+    {
+      config: { role: 'admin' },
+      schema: {
+        ...byId,
+        tags: ['jobs'],
+        operationId: 'runJobNow',
+        summary: 'Run a job now that waits out its backoff or its runAt',
+        description:
+          "The job becomes due at once (a `promoted` event, signed with the caller); its attempts are left as they are. A job that is " +
+          "due already, running, finished, blocked, or in a durable handler's sleep or wait: 409, and nothing changes.",
+        response: { 200: Ref(Job), ...errors(400, 401, 403, 404, 409) },
+      },
+    },
+    async (request) => ctx.queue.runNow(jobId(request.params), request.actor),
+  );
+}
+
+/** A job from the read side; one it has not replayed yet (enqueued a moment ago) is looked up on the primary before a 404. */
+export async function findJob(ctx: Pick<ServerContext, 'queue' | 'reads'>, id: string): Promise<JobJson | null> {
+  return (await ctx.reads.get(id)) ?? (ctx.reads === ctx.queue ? null : ctx.queue.get(id));
 }

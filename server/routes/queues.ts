@@ -21,7 +21,7 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
         response: { 200: queueCounts, ...errors(401, 403) },
       },
     },
-    async () => ({ queues: await ctx.queue.counts() }),
+    async () => ({ queues: await ctx.reads.counts() }),
   );
 
   api.patch(
@@ -66,7 +66,7 @@ export function queueRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
     async (request) => {
       const range = request.query.range ?? DEFAULTS.historyRange;
-      return { buckets: await ctx.queue.history(request.params.queue, range) };
+      return { buckets: await ctx.reads.history(request.params.queue, range) };
     },
   );
 

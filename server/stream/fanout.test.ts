@@ -36,6 +36,30 @@ describe('Fanout', () => {
     expect(qa.got[0][0]).toBe(all.got[0][0]);
   });
 
+  // Mutations caught: publish() calling observers unguarded (`fn(events)` for `this.guarded(fn, events)`),
+  // or a subscriber (`s.deliver(messages)` for `this.send(s, messages)`).
+  it('a throwing observer or watcher loses no page for any stream, and is reported', () => {
+    const errors: unknown[] = [];
+    const f = new Fanout((err) => errors.push(err));
+    f.observe(() => {
+      throw new Error('metrics broke');
+    });
+    f.watchJob('1', () => {
+      throw new Error('wait broke');
+    });
+    // A stream whose delivery throws, subscribed first: the others still get the page.
+    f.subscribe({ filter: {}, deliver: () => { throw new Error('socket broke'); } });
+    const all = subscriber({});
+    const qa = subscriber({ queue: 'a' });
+    f.subscribe(all);
+    f.subscribe(qa);
+    const events = [event('1', 'a'), event('2', 'a')];
+    f.publish(events);
+    expect(all.got.flat().map((m) => m.event.eventId)).toEqual(events.map((e) => e.eventId));
+    expect(qa.got.flat()).toHaveLength(2);
+    expect(errors.map((e) => (e as Error).message)).toEqual(['metrics broke', 'wait broke', 'socket broke']);
+  });
+
   it('stops delivering after unsubscribe', () => {
     const f = new Fanout();
     const s = subscriber({ queue: 'a' });

@@ -103,6 +103,13 @@ export class Fanout {
   private readonly observers: ((events: JobEvent[]) => void)[] = [];
   private readonly listenHooks: (() => void)[] = [];
 
+  /**
+   * `onError`: an observer or `?wait` watcher that throws is reported here. The tailer has moved
+   * its position by the time it publishes, so a throw that left publish() would lose the page for
+   * every stream: none may.
+   */
+  constructor(private readonly onError: (err: unknown) => void = () => {}) {}
+
   get size(): number {
     return this.subscribers.size;
   }
@@ -147,29 +154,46 @@ export class Fanout {
     this.observers.push(fn);
   }
 
+  private guarded<T>(fn: (arg: T) => void, arg: T): void {
+    try {
+      fn(arg);
+    } catch (err) {
+      this.onError(err);
+    }
+  }
+
+  /** One stream's failure (a closed socket's write, say) is its own, not the next stream's. */
+  private send(s: Subscriber, messages: StreamMessage[]): void {
+    try {
+      s.deliver(messages);
+    } catch (err) {
+      this.onError(err);
+    }
+  }
+
   /** Called by the tailer, in feed order, synchronously: a subscriber added between two calls misses nothing. */
   publish(events: JobEvent[]): void {
     if (events.length === 0) return;
-    for (const fn of this.observers) fn(events);
+    for (const fn of this.observers) this.guarded(fn, events);
     if (this.watchers.size > 0) {
       for (const e of events) {
         const set = this.watchers.get(e.jobId);
-        if (set) for (const fn of [...set]) fn(e);
+        if (set) for (const fn of [...set]) this.guarded(fn, e);
       }
     }
     const subs = this.subscribers;
     if (subs.size === 0) return;
     const messages = events.map(toMessage);
-    for (const s of subs.all) s.deliver(messages);
+    for (const s of subs.all) this.send(s, messages);
     // Filtered subscribers see only their own events, and are not called when there are none.
     if (subs.byQueue.size > 0) {
       for (const [queue, group] of groupBy(messages, (m) => m.event.queue, subs.byQueue)) {
-        for (const s of subs.byQueue.get(queue)!) s.deliver(group);
+        for (const s of subs.byQueue.get(queue)!) this.send(s, group);
       }
     }
     if (subs.byJob.size > 0) {
       for (const [jobId, group] of groupBy(messages, (m) => m.event.jobId, subs.byJob)) {
-        for (const s of subs.byJob.get(jobId)!) s.deliver(group);
+        for (const s of subs.byJob.get(jobId)!) this.send(s, group);
       }
     }
   }

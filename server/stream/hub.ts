@@ -22,6 +22,8 @@ const DEFAULT_WRITE_BUDGET = 20_000;
 
 export interface HubOptions {
   queue: Queue;
+  /** Where the tailer and replays read: a Queue on the read replica (docs/replicas.md); `queue` without one. */
+  reads?: Queue;
   /** A direct session for LISTEN (HERALD_LISTEN_URL). */
   listenUrl: string;
   /** The query pool, used to check that NOTIFY gets through (a transaction pooler drops it). */
@@ -38,7 +40,7 @@ export interface HubOptions {
 }
 
 export class EventHub {
-  readonly fanout = new Fanout();
+  readonly fanout: Fanout;
   readonly tailer: Tailer;
   readonly listener: Listener;
   readonly sessions = new Set<StreamSession>();
@@ -50,7 +52,8 @@ export class EventHub {
   private readonly flusher: Flusher;
 
   private constructor(private readonly opts: HubOptions) {
-    this.tailer = new Tailer(opts.queue, this.fanout, { safetyMs: opts.safetyMs, busyGapMs: opts.busyGapMs, logger: opts.logger });
+    this.fanout = new Fanout((err) => opts.logger?.error({ err }, 'an event observer threw; every stream still got the page'));
+    this.tailer = new Tailer(opts.reads ?? opts.queue, this.fanout, { safetyMs: opts.safetyMs, busyGapMs: opts.busyGapMs, logger: opts.logger });
     this.listener = new Listener({
       url: opts.listenUrl,
       channels: [EVENTS_CHANNEL],
@@ -123,7 +126,7 @@ export class EventHub {
       // replay brings. It reloads (the board its snapshot), then the replay goes on as usual.
       const removed = await this.opts.queue.retentionHorizon();
       if (compareCursor(after, removed) < 0) session.reset(removed);
-      await session.replay(this.opts.queue, after, target);
+      await session.replay(this.opts.reads ?? this.opts.queue, after, target);
     } catch (err) {
       // The client resumes from what it got; ending the stream is all there is to do.
       this.opts.logger?.warn({ err: (err as Error).message }, 'SSE replay failed; ending the stream');

@@ -137,10 +137,17 @@ export class Tailer {
       if (this.barrierDue) {
         this.barrierDue = false;
         // A failed pass stays due, so the retried read passes it (as the worker's heard queues do).
-        await this.feed.passEventsBarrier().catch((err: unknown) => {
+        const passed = await this.feed.passEventsBarrier().catch((err: unknown) => {
           this.barrierDue = true;
           throw err;
         });
+        // Given up on: a sender's companion is still inside its COMMIT, and it skipped its NOTIFY.
+        // Read what is there, then wait for it again (each wait is bounded), not for the safety read.
+        if (!passed) {
+          this.opts.logger?.debug('gave up waiting at the events wake-up barrier; waiting again');
+          this.barrierDue = true;
+          this.again = true;
+        }
       }
       let page;
       do {

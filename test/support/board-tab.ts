@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { callApi, startBoardStack, watchPage, type BoardStack } from './board.ts';
+import { callApi, sharedBoardStack, startBoardStack, watchPage, type BoardStack, type OwnBoardStack } from './board.ts';
 import { GATED_TASKS_DIR, Gates } from './gates.ts';
 import { waitFor } from './wait.ts';
 
@@ -14,16 +14,17 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const ARTIFACTS = path.join(ROOT, 'test-artifacts');
 
 /**
- * A board stack whose worker runs the gated tasks (20 slots), and its gates: started before the
- * file's tests (then handed to `ready`), stopped after them.
+ * A board stack whose worker runs the gated tasks, and this file's gates: started before the
+ * file's tests (then handed to `ready`), stopped after them. `shared`: the run's shared stack
+ * (sharedBoardStack); `own`: a stack of the file's own (20 slots, one server).
  */
-export function useGatedBoard(serverEnvs: Record<string, string>[] | undefined, ready: (stack: BoardStack, gates: Gates) => void): void {
+export function useGatedBoard<K extends 'shared' | 'own'>(kind: K, ready: (stack: K extends 'own' ? OwnBoardStack : BoardStack, gates: Gates) => void): void {
   let stack: BoardStack | undefined;
   let gates: Gates | undefined;
   beforeAll(async () => {
     gates = await Gates.start();
-    stack = await startBoardStack({ workerArgs: ['--concurrency', '20', '--tasks', GATED_TASKS_DIR], serverEnvs });
-    ready(stack, gates);
+    stack = kind === 'own' ? await startBoardStack({ workerArgs: ['--concurrency', '20', '--tasks', GATED_TASKS_DIR] }) : await sharedBoardStack();
+    ready(stack as K extends 'own' ? OwnBoardStack : BoardStack, gates);
   }, 180_000);
   afterAll(async () => {
     await stack?.stop();

@@ -1,113 +1,61 @@
-// What the board tests in Chromium share: a fresh build of the board, Chromium itself, and the
-// stack they drive (servers and a worker as real processes on the file's own database).
-import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+// What the board tests in Chromium share: the run's Chromium (board-global-setup.ts), and the
+// stack they drive: the run's shared one, or one of the file's own (servers and a worker as real
+// processes on the file's own database).
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { buildBoard } from '../../server/board.ts';
-import { startServer } from '../system/support.ts';
+import { inject } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './db.ts';
-import { alive, spawnHerald, type HeraldProcess } from './herald-process.ts';
+import { ensureFreshBoard, startProcesses, type ServerProcess, type StackProcesses } from './board-processes.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const CHROMIUM = process.env.HERALD_CHROMIUM ?? '/usr/bin/chromium';
+/** A connection of this file's own to the run's Chromium: its contexts are this file's. */
+const connectChromium = (): Promise<Browser> => chromium.connect(inject('boardChromium'));
 
-/** Newest modification time of the board's sources (web/src, index.html, the Vite config). */
-function newestSource(dir = path.join(ROOT, 'web')): number {
-  let newest = 0;
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    if (entry.name === 'dist' || entry.name.startsWith('dist.') || entry.name === 'node_modules' || entry.name.startsWith('.')) continue;
-    const p = path.join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestSource(p) : fs.statSync(p).mtimeMs);
-  }
-  return newest;
-}
-
-/** Runs `fn` holding a lock directory shared by the test processes; one left by a dead process is broken. */
-async function withLockDir<T>(dir: string, fn: () => Promise<T>): Promise<T> {
-  for (;;) {
-    try {
-      fs.mkdirSync(dir);
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    }
-    let owner = 0;
-    try {
-      owner = Number(fs.readFileSync(path.join(dir, 'pid'), 'utf8'));
-    } catch {
-      // Just made, its pid not yet written: wait.
-    }
-    if (owner && !alive(owner)) fs.rmSync(dir, { recursive: true, force: true });
-    else await new Promise((r) => setTimeout(r, 200));
-  }
-  fs.writeFileSync(path.join(dir, 'pid'), String(process.pid));
-  try {
-    return await fn();
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-/**
- * The server serves web/dist. Build it when it is missing (as `herald start` does), and also when
- * it is older than its sources: a stale build would test yesterday's board.
- * Board files run side by side: one builds while the others wait on the lock, then find the build
- * fresh (and buildBoard swaps a build in whole, so another file's server never serves half of one).
- */
-async function ensureFreshBoard(): Promise<void> {
-  const dist = path.join(ROOT, 'web', 'dist');
-  const index = path.join(dist, 'index.html');
-  const fresh = () => fs.existsSync(index) && fs.statSync(index).mtimeMs >= newestSource();
-  if (fresh()) return;
-  await withLockDir(path.join(ROOT, 'web', '.dist-lock'), async () => {
-    if (!fresh()) await buildBoard(dist);
-  });
-}
-
-/** Headless Debian Chromium (no browser download). */
-function launchChromium(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-  });
-}
-
-type ServerProcess = { proc: HeraldProcess; url: string };
-
+/** A stack's servers and the file's connection to Chromium. */
 export interface BoardStack {
-  db: TestDatabase;
-  /** One `herald server` per entry of `serverEnvs`, in that order. */
-  servers: ServerProcess[];
-  worker: HeraldProcess;
-  /** The worker's identity, as its "worker started" line gives it. */
-  workerId: string;
+  servers: { url: string }[];
   browser: Browser;
   stop(): Promise<void>;
 }
 
+/** A stack of the file's own: its database, its processes. */
+export interface OwnBoardStack extends BoardStack, StackProcesses {
+  db: TestDatabase;
+  servers: ServerProcess[];
+}
+
 /**
- * A fresh board build, this file's database, its servers and one worker started side by side,
- * and Chromium. Each server gets DATABASE_URL and the info log level under its own env.
+ * The run's shared stack: `servers[0]` without tokens, `servers[1]` with SHARED_TOKENS, and a
+ * worker that runs the gated tasks (30 slots) and takes every queue. Other files use it at the
+ * same time: keep to queues of the file's own, and look only at them.
  */
-export async function startBoardStack(opts: { workerArgs: string[]; serverEnvs?: Record<string, string>[] }): Promise<BoardStack> {
+export async function sharedBoardStack(): Promise<BoardStack> {
+  const { url, securedUrl } = inject('boardShared');
+  const browser = await connectChromium();
+  return { servers: [{ url }, { url: securedUrl }], browser, stop: () => browser.close() };
+}
+
+/**
+ * A stack of the file's own: a fresh board build, this file's database (`db`, or a new one), its
+ * servers and one worker (startProcesses), and a connection to Chromium. A part that fails to start leaves
+ * nothing behind.
+ */
+export async function startBoardStack(opts: { workerArgs: string[]; serverEnvs?: Record<string, string>[]; db?: TestDatabase }): Promise<OwnBoardStack> {
   await ensureFreshBoard();
-  const db = await createTestDatabase();
-  const env = { DATABASE_URL: db.url, HERALD_LOG_LEVEL: 'info' };
-  const [servers, [worker, workerId], browser] = await Promise.all([
-    Promise.all((opts.serverEnvs ?? [{}]).map((extra) => startServer({ ...env, ...extra }))),
-    (async (): Promise<[HeraldProcess, string]> => {
-      const w = spawnHerald(['worker', ...opts.workerArgs], env);
-      return [w, String((await w.waitForMessage(/^worker started$/, 60_000)).worker)];
-    })(),
-    launchChromium(),
-  ]);
+  const db = opts.db ?? (await createTestDatabase());
+  const [processes, browser] = await Promise.allSettled([startProcesses({ databaseUrl: db.url, ...opts }), connectChromium()]);
+  if (processes.status === 'rejected' || browser.status === 'rejected') {
+    if (processes.status === 'fulfilled') await processes.value.stop();
+    if (browser.status === 'fulfilled') await browser.value.close();
+    await db.drop();
+    throw processes.status === 'rejected' ? processes.reason : (browser as PromiseRejectedResult).reason;
+  }
+  const own = processes.value;
   return {
-    db, servers, worker, workerId, browser,
+    ...own,
+    db,
+    browser: browser.value,
     async stop() {
-      await browser.close();
-      await Promise.all([...servers.map((s) => s.proc.dispose()), worker.dispose()]);
+      await browser.value.close();
+      await own.stop();
       await db.drop();
     },
   };

@@ -3,6 +3,7 @@
 // queued after Herald's, waits for an advisory lock the test holds. So a test can order two
 // producers' commits exactly, with no sleep.
 import type pg from 'pg';
+import { pidOf } from './lock-waiters.ts';
 
 /** Creates (once per test database) the table whose deferred trigger waits for the key of each row inserted. */
 export async function installCommitHold(pool: pg.Pool): Promise<void> {
@@ -18,6 +19,8 @@ export async function installCommitHold(pool: pg.Pool): Promise<void> {
 }
 
 export interface HeldCommit {
+  /** The session stopped in its COMMIT (the waiter, for lockWaitersReach). */
+  pid: number;
   /** Settles when the COMMIT returns (after release()). */
   committed: Promise<void>;
   /** Lets the COMMIT finish; resolves once it has. */
@@ -25,9 +28,12 @@ export interface HeldCommit {
 }
 
 export interface OpenTransaction {
+  /** Its session's backend pid, to name it in lockWaitersReach. */
+  pid: number;
   /**
    * Starts the COMMIT, which stops after Herald's wake-up step until release(); `holder` is a
-   * session of the test that holds `key` meanwhile. Wait for it to block with lockWaitersReach.
+   * session of the test that holds `key` meanwhile. Wait for it to block with lockWaitersReach
+   * (waiter: this transaction's pid, holder: `holder`'s).
    */
   commitHeld(holder: pg.ClientBase, key: number): Promise<HeldCommit>;
   rollback(): Promise<void>;
@@ -43,7 +49,9 @@ export async function openTransaction(pool: pg.Pool, statements: string[]): Prom
       c.release();
     }
   };
+  let pid: number;
   try {
+    pid = await pidOf(c);
     await c.query('BEGIN');
     for (const s of statements) await c.query(s);
   } catch (err) {
@@ -51,12 +59,14 @@ export async function openTransaction(pool: pg.Pool, statements: string[]): Prom
     throw err;
   }
   return {
+    pid,
     async commitHeld(holder, key) {
       await holder.query('SELECT pg_advisory_lock($1)', [key]);
       await c.query('INSERT INTO public.commit_hold (k) VALUES ($1)', [key]);
       const committed = end('COMMIT');
       committed.catch(() => {}); // awaited through release()
       return {
+        pid,
         committed,
         async release() {
           await holder.query('SELECT pg_advisory_unlock($1)', [key]);

@@ -54,7 +54,7 @@ export class HeraldProcess {
   }
 
   /** Resolves with the first log line (past or future) that passes `test`. */
-  waitFor(test: (l: LogLine) => boolean, timeoutMs = 30_000): Promise<LogLine> {
+  waitFor(test: (l: LogLine) => boolean, timeoutMs = 90_000): Promise<LogLine> {
     const seen = this.lines.find(test);
     if (seen) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {

@@ -5,8 +5,15 @@
 // The check runs after each test, so the failure names the test that caused it.
 import { afterEach, expect } from 'vitest';
 
-const warnings: string[] = [];
-process.on('warning', (w) => warnings.push(`${w.name}: ${w.message}`));
+// Files that share a worker without isolation (the pure project) run this once each: one
+// listener per process, or the listeners themselves would leak.
+const WARNINGS = Symbol.for('herald.test.warnings');
+const holder = globalThis as typeof globalThis & { [WARNINGS]?: string[] };
+const warnings = (holder[WARNINGS] ??= (() => {
+  const seen: string[] = [];
+  process.on('warning', (w) => seen.push(`${w.name}: ${w.message}`));
+  return seen;
+})());
 
 afterEach(() => {
   const seen = warnings.splice(0);

@@ -1,10 +1,21 @@
 // A TCP proxy between one process and PostgreSQL, so a test can cut that process's connections
-// (all of them, at once) and decide when its new ones get through.
+// and decide when its new ones get through: all of them at once, both ends (a blip the server
+// sees too), or only the process's end (half-open: a NAT or firewall reset, after which the old
+// backends live on, holding their locks, until the test ends them).
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 
+interface Pair {
+  client: net.Socket;
+  upstream: net.Socket;
+  /** The client's end was cut alone: closing it must not end the server's. */
+  halfOpen?: boolean;
+}
+
 export class TcpProxy {
-  private readonly pairs = new Set<[net.Socket, net.Socket]>();
+  private readonly pairs = new Set<Pair>();
+  /** Server ends whose client end was cut (cutClientSide): still open, nothing forwarded. */
+  private readonly lingering = new Set<net.Socket>();
   private held: (() => void)[] | null = null;
   /** Connections cut so far. */
   cut = 0;
@@ -30,19 +41,26 @@ export class TcpProxy {
     return u.toString();
   }
 
+  /** Connections open through the proxy now. */
+  get open(): number {
+    return this.pairs.size;
+  }
+
   private accept(client: net.Socket, target: { host: string; port: number }): void {
     client.on('error', () => {});
     const connect = () => {
       if (client.destroyed) return;
       const upstream = net.connect(target.port, target.host);
+      const pair: Pair = { client, upstream };
       upstream.on('error', () => client.destroy());
-      client.on('error', () => upstream.destroy());
-      const pair: [net.Socket, net.Socket] = [client, upstream];
+      client.on('error', () => {
+        if (!pair.halfOpen) upstream.destroy();
+      });
       this.pairs.add(pair);
       const drop = () => {
         this.pairs.delete(pair);
         client.destroy();
-        upstream.destroy();
+        if (!pair.halfOpen) upstream.destroy();
       };
       client.on('close', drop);
       upstream.on('close', drop);
@@ -57,12 +75,43 @@ export class TcpProxy {
   /** Drops every open connection at once, both ends; new ones wait until release(). */
   dropAllAndHold(): void {
     this.held = [];
-    for (const [client, upstream] of this.pairs) {
+    for (const { client, upstream } of this.pairs) {
       this.cut++;
       client.destroy();
       upstream.destroy();
     }
     this.pairs.clear();
+  }
+
+  /**
+   * Resets the client's end of every open connection and stops forwarding, but keeps the
+   * server's end open: its backend lives on (with its locks) until endServerSides(). New
+   * connections go through as usual.
+   */
+  cutClientSide(): void {
+    for (const pair of this.pairs) {
+      this.cut++;
+      pair.halfOpen = true;
+      pair.client.unpipe(pair.upstream);
+      pair.upstream.unpipe(pair.client);
+      // Whatever the backend still sends is read and dropped, so it never blocks on a full buffer.
+      pair.upstream.on('data', () => {});
+      this.lingering.add(pair.upstream);
+      pair.upstream.on('close', () => this.lingering.delete(pair.upstream));
+      pair.client.resetAndDestroy();
+    }
+    this.pairs.clear();
+  }
+
+  /** Server ends left open by cutClientSide(). */
+  get lingeringCount(): number {
+    return this.lingering.size;
+  }
+
+  /** Closes the server ends cutClientSide() left open: their backends end now. */
+  endServerSides(): void {
+    for (const s of this.lingering) s.destroy();
+    this.lingering.clear();
   }
 
   /** Lets held connections (and new ones) through. */
@@ -74,7 +123,8 @@ export class TcpProxy {
 
   async close(): Promise<void> {
     this.release();
-    for (const [client, upstream] of this.pairs) {
+    this.endServerSides();
+    for (const { client, upstream } of this.pairs) {
       client.destroy();
       upstream.destroy();
     }

@@ -23,12 +23,20 @@ export async function ownCluster(database: string): Promise<Cluster> {
     await admin.connect();
     await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
     await admin.query(`CREATE DATABASE ${database}`);
-    const { rows } = await admin.query(`SELECT current_setting('server_version_num')::int / 10000 AS major`);
+    const { rows: [{ major, port }] } = await admin.query<{ major: number; port: string }>(
+      `SELECT current_setting('server_version_num')::int / 10000 AS major, current_setting('port') AS port`,
+    );
     await admin.end();
+    // The cluster that listens on the URL's port (not always "main": a machine may run several).
+    const name = execFileSync('pg_lsclusters', ['--no-header'], { encoding: 'utf8' })
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/))
+      .find(([ver, , p]) => ver === String(major) && p === port)?.[1];
+    if (!name) throw new Error(`no PostgreSQL ${major} cluster on port ${port} in pg_lsclusters`);
     return {
       url: withDatabase(external, database),
       async restart() {
-        execFileSync('pg_ctlcluster', ['--skip-systemctl-redirect', String(rows[0].major), 'main', 'restart', '-m', 'fast']);
+        execFileSync('pg_ctlcluster', ['--skip-systemctl-redirect', String(major), name, 'restart', '-m', 'fast']);
       },
       async close() {
         const c = new pg.Client({ connectionString: external });

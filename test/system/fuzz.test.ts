@@ -10,7 +10,7 @@ import { startServer } from './support.ts';
 import { writeReport } from './report.ts';
 
 const RUNS = 10_000;
-const TOKENS = { viewer: 'fz-viewer', producer: 'fz-producer', admin: 'fz-admin' };
+const TOKENS = { viewer: 'fz-viewer-00000001', producer: 'fz-producer-000001', admin: 'fz-admin-000000001' };
 
 let db: TestDatabase;
 let server: { proc: HeraldProcess; url: string };
@@ -165,6 +165,24 @@ const validAdmin = fc.oneof(
   },
   {
     weight: 1,
+    // A dry run: the statuses this test keeps track of stay as they are.
+    arbitrary: fc.record({
+      route: post('/api/jobs/bulk'),
+      body: fc.record({ action: fc.constantFrom('cancel', 'retry', 'delete'), filter: fc.record({ queue: fc.stringMatching(/^[a-z]{1,6}$/) }), dryRun: fc.constant(true) })
+        .map((b) => JSON.stringify(b)),
+      ...admin,
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      route: fc.stringMatching(/^[a-z]{1,8}$/).map((n) => ({ method: 'POST', template: '/api/jobs/{id}/signals/{name}', path: `/api/jobs/@existing/signals/${n}` })),
+      body: fc.jsonValue({ maxDepth: 2 }).map((payload) => JSON.stringify({ payload })),
+      ...writer,
+    }),
+  },
+  {
+    weight: 1,
     arbitrary: fc.record({
       route: post('/api/flows'),
       body: fc.array(validJob, { minLength: 1, maxLength: 3 }).map((jobs) => JSON.stringify({ jobs: jobs.map((j, i) => ({ ...j, idempotencyKey: undefined, ref: `r${i}` })) })),
@@ -189,12 +207,17 @@ describe('fuzz', () => {
       for (const job of ((await res.json()) as { jobs: { id: string; status: string }[] }).jobs) expectedStatus.set(job.id, job.status);
     };
     const created = new Set<string>();
+    const flows = new Set<string>();
+    /** Documented operations (method and template) that answered 2xx at least once. */
+    const succeeded = new Set<string>();
     const expectedStatus = new Map<string, string>();
     const serverErrors: string[] = [];
     const byClass: Record<string, number> = {};
 
     for (const r of requests) {
-      const known = [...created];
+      // '@existing' is a job that exists, or under /api/flows a flow that exists (a job id there
+      // would mostly be a 404, and the flow handlers would hardly run).
+      const known = r.route.template.startsWith('/api/flows/') ? [...flows] : [...created];
       sent.add(`${r.route.method} ${r.route.template}`);
       const p = r.route.path.replace('@existing', known.length ? known[(known.length * 7919) % known.length] : '1');
       // ?wait holds the reply while no worker runs: keep accepted waits short, as a client would.
@@ -227,10 +250,12 @@ describe('fuzz', () => {
         clearTimeout(timer);
       }
       byClass[`${Math.floor(status / 100)}xx`] = (byClass[`${Math.floor(status / 100)}xx`] ?? 0) + 1;
+      if (status < 300) succeeded.add(`${r.route.method} ${r.route.template}`);
       if (status >= 500) serverErrors.push(`${r.route.method} ${url} ${r.body?.slice(0, 200)} → ${status} ${JSON.stringify(json)}`);
       if (r.route.method !== 'POST' || status >= 300) continue;
       // Book-keeping of what an accepted write did.
-      const j = json as { id?: string; status?: string; flowId?: string | null; jobs?: { id: string; status: string }[] };
+      const j = json as { id?: string; status?: string; flowId?: string | null; flow?: { id: string }; jobs?: { id: string; status: string }[] };
+      if (j?.flow?.id) flows.add(j.flow.id);
       if (/^\/api\/jobs\/?$/.test(p.split('?')[0]) && j.id) {
         if (status === 201) created.add(j.id);
         expectedStatus.set(j.id, j.status!);
@@ -255,6 +280,9 @@ describe('fuzz', () => {
     writeReport('fuzz', { requests: RUNS, responses: byClass, serverErrors: serverErrors.length, jobsCreated: created.size });
     expect(serverErrors).toEqual([]);
     expect(ops.filter((op) => !sent.has(`${op.method} ${op.template}`)), 'documented routes never requested').toEqual([]);
+    // Each handler ran through at least once, not only its validation (without the well-formed
+    // bulk and signal requests above, those two routes never did).
+    expect(ops.filter((op) => !succeeded.has(`${op.method} ${op.template}`)).map((op) => `${op.method} ${op.template}`), 'documented routes that never answered 2xx').toEqual([]);
     expect(ops.length).toBeGreaterThan(20);
     expect(rows.map((r) => r.id).sort()).toEqual([...created].sort());
     for (const row of rows) expect(row.status, `job ${row.id}`).toBe(expectedStatus.get(row.id));

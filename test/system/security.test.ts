@@ -5,7 +5,7 @@ import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { spawnHerald, type HeraldProcess } from '../support/herald-process.ts';
 import { startServer } from './support.ts';
 
-const TOKENS = { viewer: 'v-secret', producer: 'p-secret', admin: 'a-secret' };
+const TOKENS = { viewer: 'v-secret-0000000001', producer: 'p-secret-0000000001', admin: 'a-secret-0000000001' };
 type Role = 'viewer' | 'producer' | 'admin';
 const RANK: Record<Role | 'none', number> = { none: 0, viewer: 1, producer: 2, admin: 3 };
 

@@ -4,12 +4,22 @@ import { spawnHerald, type HeraldProcess } from '../support/herald-process.ts';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** `herald server` on a free port; resolves once it listens, with its base URL. */
-export async function startServer(env: Record<string, string | undefined>): Promise<{ proc: HeraldProcess; url: string }> {
-  const proc = spawnHerald(['server'], { PORT: '0', ...env });
-  const line = await proc.waitFor((l) => typeof l.url === 'string' || /listening at http/i.test(String(l.msg ?? '')), 60_000);
+/** A spawned `herald server` once it listens, with its base URL. */
+export async function serverListening(proc: HeraldProcess): Promise<{ proc: HeraldProcess; url: string }> {
+  const line = await proc.waitFor((l) => typeof l.url === 'string' || /listening at http/i.test(String(l.msg ?? '')), 90_000);
   const url = typeof line.url === 'string' ? line.url : /(http:\/\/[^\s]+)/.exec(String(line.msg))![1];
   return { proc, url: url.replace(/\/$/, '') };
+}
+
+/** `herald server` on a free port; resolves once it listens, with its base URL. One that never does is killed. */
+export async function startServer(env: Record<string, string | undefined>): Promise<{ proc: HeraldProcess; url: string }> {
+  const proc = spawnHerald(['server'], { PORT: '0', ...env });
+  try {
+    return await serverListening(proc);
+  } catch (err) {
+    await proc.dispose();
+    throw err;
+  }
 }
 
 export interface StreamEvent {

@@ -7,10 +7,10 @@ BEGIN
   IF reopened IS NOT NULL THEN
     PERFORM herald.flow_reopen(reopened);
   END IF;
-  IF finished IS NOT NULL OR reblocked IS NOT NULL THEN
-    PERFORM herald.flow_settle(ARRAY(
-      SELECT DISTINCT e.child FROM herald.job_edges e WHERE e.parent = ANY(finished)
-      UNION
-      SELECT unnest(reblocked)));
+  IF finished IS NOT NULL THEN
+    PERFORM herald.flow_settle(ARRAY(SELECT DISTINCT e.child FROM herald.job_edges e WHERE e.parent = ANY(finished)), finished);
+  END IF;
+  IF reblocked IS NOT NULL THEN
+    PERFORM herald.flow_settle(reblocked);
   END IF;
 END $function$

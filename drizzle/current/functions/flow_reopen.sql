@@ -5,12 +5,22 @@ CREATE OR REPLACE FUNCTION herald.flow_reopen(reopened bigint[])
  SET enable_nestloop TO 'on'
 AS $function$
 DECLARE
+  kids bigint[];
   ids bigint[];
 BEGIN
+  SELECT array_agg(DISTINCT e.child) INTO kids FROM herald.job_edges e WHERE e.parent = ANY(reopened);
+  IF kids IS NULL THEN
+    RETURN;
+  END IF;
+  -- The jobs cancelled because of a reopened parent (and down from them), and its `run` children
+  -- that are queued, not yet started: all wait for it again.
   WITH RECURSIVE back(id) AS (
     SELECT e.child
     FROM herald.job_edges e
-    WHERE e.parent = ANY(reopened) AND (SELECT c.status = 'cancelled' AND c.last_error->>'reason' = 'dependency_failed' AND c.last_error->>'parent' = e.parent::text FROM herald.jobs c WHERE c.id = e.child)
+    WHERE e.parent = ANY(reopened)
+      AND (SELECT (c.status = 'cancelled' AND c.last_error->>'reason' = 'dependency_failed' AND c.last_error->>'parent' = e.parent::text)
+                  OR (c.status = 'queued' AND c.on_parent_failure = 'run')
+           FROM herald.jobs c WHERE c.id = e.child)
     UNION
     SELECT k.child
     FROM back b
@@ -18,12 +28,22 @@ BEGIN
     WHERE (SELECT c.status = 'cancelled' AND c.last_error->>'reason' = 'dependency_failed' AND c.last_error->>'parent' = k.parent::text FROM herald.jobs c WHERE c.id = k.child)
   )
   SELECT array_agg(id ORDER BY id) INTO ids FROM back;
+  -- Every child counts the parent up again, whatever its status; one lock pass in id order.
+  PERFORM 1 FROM herald.jobs WHERE id = ANY(kids || coalesce(ids, '{}')) ORDER BY id FOR UPDATE;
+  UPDATE herald.jobs j SET waiting_on = j.waiting_on + d.n
+  FROM (SELECT e.child, count(*)::int AS n FROM herald.job_edges e WHERE e.parent = ANY(reopened) GROUP BY e.child) d
+  WHERE j.id = d.child;
   IF ids IS NULL THEN
     RETURN;
   END IF;
-  PERFORM 1 FROM herald.jobs WHERE id = ANY(ids) ORDER BY id FOR UPDATE;
+  -- A queued `run` child keeps its attempt, error and schedule; it only waits again. One a worker
+  -- took meanwhile (running now) started after every parent had ended, and goes on.
   UPDATE herald.jobs
-  SET status = 'blocked', finished_at = NULL, last_error = NULL, cancel_requested_at = NULL,
-      result = NULL, progress = NULL, available_at = now()
-  WHERE id = ANY(ids) AND status = 'cancelled' AND last_error->>'reason' = 'dependency_failed';
+  SET status = 'blocked',
+      finished_at = NULL, cancel_requested_at = NULL, result = NULL, progress = NULL,
+      last_error = CASE WHEN status = 'queued' THEN last_error END,
+      available_at = CASE WHEN status = 'queued' THEN available_at ELSE now() END
+  WHERE id = ANY(ids)
+    AND ((status = 'cancelled' AND last_error->>'reason' = 'dependency_failed')
+         OR (status = 'queued' AND on_parent_failure = 'run'));
 END $function$

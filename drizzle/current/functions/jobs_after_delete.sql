@@ -20,6 +20,14 @@ BEGIN
   IF gone_parents IS NOT NULL THEN
     PERFORM herald.flow_settle(ARRAY(SELECT DISTINCT e.child FROM herald.job_edges e WHERE e.parent = ANY(gone_parents)));
   END IF;
+  -- A deleted job's durable records and signals go with it. Checked first for any row at all, so
+  -- that deletes where nothing was ever durable pay one probe of each empty table, not one a job.
+  IF EXISTS (SELECT 1 FROM herald.job_steps) THEN
+    DELETE FROM herald.job_steps WHERE job_id IN (SELECT o.id FROM old_jobs o);
+  END IF;
+  IF EXISTS (SELECT 1 FROM herald.job_signals) THEN
+    DELETE FROM herald.job_signals WHERE job_id IN (SELECT o.id FROM old_jobs o);
+  END IF;
   IF gone_flows IS NOT NULL THEN
     DELETE FROM herald.flows f
     WHERE f.id = ANY(gone_flows) AND NOT EXISTS (SELECT 1 FROM herald.jobs j WHERE j.flow_id = f.id);

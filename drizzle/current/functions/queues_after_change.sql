@@ -8,7 +8,9 @@ BEGIN
   UPDATE herald.queue_gate
   SET held = coalesce((SELECT array_agg(queue ORDER BY queue) FROM herald.queues
                        WHERE paused OR concurrency IS NOT NULL OR group_concurrency IS NOT NULL
-                          OR rate_count IS NOT NULL), '{}')
+                          OR rate_count IS NOT NULL), '{}'),
+      parked = coalesce((SELECT array_agg(DISTINCT dead_letter ORDER BY dead_letter) FROM herald.queues
+                         WHERE dead_letter IS NOT NULL), '{}')
   WHERE id = 1;
   PERFORM pg_notify('herald_control', 'queues');
   RETURN NULL;

@@ -43,6 +43,11 @@ export const apiFilter = (f: JobFilter): ApiFilter =>
 export const isAbort = (e: unknown) => e instanceof DOMException && e.name === 'AbortError';
 
 /** A job's events as the board holds them (data checked to be an object). */
+/** The newest events, newest first: the Overview's feed before live ones come. */
+export async function recentEvents(limit: number, opts?: CallOptions): Promise<BoardEvent[]> {
+  return (await api.recentEvents({ limit }, opts)).map(normalizeEvent).filter((e): e is BoardEvent => e !== null);
+}
+
 export async function jobEvents(id: string, opts?: CallOptions): Promise<BoardEvent[]> {
   return (await api.jobEvents(id, opts)).map(normalizeEvent).filter((e): e is BoardEvent => e !== null);
 }
@@ -55,6 +60,7 @@ export async function health(opts?: CallOptions): Promise<Health> {
     db: b.db ?? (b.ok ? 'up' : 'down'),
     listener: b.listener ?? 'down',
     streamLagMs: b.streamLagMs ?? null,
+    replica: b.replica ?? null,
     streamHeldBy: b.streamHeldBy ?? null,
     tables: Array.isArray(b.tables) ? b.tables : [],
   };

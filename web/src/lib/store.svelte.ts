@@ -12,7 +12,7 @@
 // which corrects what events cannot tell (a scheduled job becoming due, a job we never saw).
 // The pure parts live in live/, one module per concern, each unit-tested beside it.
 
-import { api, HeraldApiError } from './client';
+import { api, HeraldApiError, recentEvents } from './client';
 import { auth } from './auth.svelte';
 import { EventBatcher, frameScheduler } from './live/event-batcher';
 import { applyTransition, LiveIndex, sortQueues } from './live/queue-counts';
@@ -52,6 +52,7 @@ class BoardStore {
   /** When the page began to listen: the rate series before it come from stored history. */
   #openedAt = Date.now();
   #seeding = false;
+  #recentSeeded = false;
   #recentBuf: BoardEvent[] = [];
   // The feed is for reading, not for animation: 4 updates a second are plenty.
   #publishRecent = throttle(() => (this.recent = this.#recentBuf), 250);
@@ -113,6 +114,7 @@ class BoardStore {
       this.queuesError = null;
       auth.accept(); // the list needs a viewer token: the one we sent is good
       void this.#seedRates(qs.map((q) => q.queue));
+      void this.#seedRecent();
     } catch (e) {
       this.queuesError = e;
       if (e instanceof HeraldApiError && e.statusCode === 401) this.queuesLoaded = false;
@@ -134,6 +136,23 @@ class BoardStore {
       // A later /api/queues success tries again (after a token is given, say).
     } finally {
       this.#seeding = false;
+    }
+  }
+
+  /**
+   * Once: the newest events the server published before the page opened, so the live feed is not
+   * empty after a reload. Behind any that came live meanwhile, each event once.
+   */
+  async #seedRecent(): Promise<void> {
+    if (this.#recentSeeded) return;
+    this.#recentSeeded = true;
+    try {
+      const older = await recentEvents(RECENT);
+      const have = new Set(this.#recentBuf.map((e) => e.eventId));
+      this.#recentBuf = [...this.#recentBuf, ...older.filter((e) => !have.has(e.eventId))].slice(0, RECENT);
+      this.#publishRecent();
+    } catch {
+      this.#recentSeeded = false; // a later /api/queues success tries again
     }
   }
 

@@ -5,7 +5,7 @@
 import type { ApiJobEvent, Job, JobStatus, QueueCounts, QueueSettingsPatch } from 'herald/client';
 
 export type { Alert, BulkAction, EnqueueInput, EventType, Health, HistoryBucket, HistoryRange, Job, JobStatus, QueueCounts, QueueSettingsPatch, Schedule, WorkerInfo } from 'herald/client';
-export type { FlowInfo, FlowStatus, Relative } from 'herald/client';
+export type { FlowInfo, FlowStatus, Relative, Step } from 'herald/client';
 
 /** The buckets `GET /api/queues` counts: a queued job whose runAt is still ahead counts as `scheduled`. */
 export type CountBucket = Exclude<keyof QueueCounts, 'queue' | keyof QueueSettingsPatch | 'updatedBy' | 'updatedAt'>;
@@ -50,6 +50,8 @@ export interface JobFilter {
   kind?: string;
   /** A flow's id: stream events carry it, so the table follows a flow's jobs live. */
   flow?: string;
+  /** sleep, signal or child: queued jobs whose durable handler waits so (their `sleeping` / `waiting` events say it too). */
+  waitingFor?: string;
   /** Search filters (see lib/search.ts): the server judges these; stream events cannot. */
   group?: string;
   tag?: string;

@@ -1,7 +1,7 @@
 // Why a queued job is not running, in words a person reads on the job page.
 import type { Job } from './types';
 
-export function waitingText(job: Pick<Job, 'waitingFor' | 'queue' | 'group' | 'runAt' | 'kind' | 'requires'>): string | null {
+export function waitingText(job: Pick<Job, 'id' | 'wait' | 'waitingFor' | 'queue' | 'group' | 'runAt' | 'kind' | 'requires'>): string | null {
   switch (job.waitingFor) {
     case 'scheduled':
       return `It is scheduled: it will not start before its run-at time.`;
@@ -17,6 +17,12 @@ export function waitingText(job: Pick<Job, 'waitingFor' | 'queue' | 'group' | 'r
       const needs = job.requires?.length ? ` and offers ${job.requires.join(', ')}` : '';
       return `No live worker takes queue "${job.queue}" with a task for "${job.kind}"${needs}. Start one (herald worker) and it runs.`;
     }
+    case 'sleep':
+      return `Its handler sleeps until its run-at time; no worker slot is held meanwhile.`;
+    case 'signal':
+      return `Its handler waits for the signal "${job.wait?.name ?? ''}"${job.wait?.until ? ' (or its timeout, at the run-at time)' : ''}. Send it below, or with POST /api/jobs/${job.id}/signals/NAME.`;
+    case 'child':
+      return `Its handler waits for job ${job.wait?.childId ?? ''}, which it invoked. It resumes when that job ends.`;
     default:
       return null;
   }

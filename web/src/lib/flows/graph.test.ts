@@ -1,6 +1,6 @@
 // Unit tests for the flow page's folding of wide fan-outs (graph.ts): no browser, no server.
 import { describe, expect, it } from 'vitest';
-import { FAN_OUT_THRESHOLD, shapeKey, statusBreakdown, visibleGraph, type FlowJobShape } from './graph';
+import { drawnSummary, FAN_OUT_THRESHOLD, shapeKey, statusBreakdown, visibleGraph, type FlowJobShape } from './graph';
 
 /** A root, `width` jobs of `kind` that wait for it, and a merge that waits for them all. */
 function fan(width: number, kind = 'resize') {
@@ -71,6 +71,18 @@ describe('visibleGraph', () => {
   it('drops edges to jobs it was not given', () => {
     const g = visibleGraph([{ id: '1', ref: 'a', kind: 'k' }], [['1', '2'], ['0', '1']]);
     expect(g).toEqual({ nodes: [{ type: 'job', id: '1', ref: 'a', kind: 'k' }], edges: [] });
+  });
+});
+
+describe('drawnSummary', () => {
+  // Mutation caught: counting an open group as its one box (`boxes += n.members.length` → `boxes++`).
+  it('counts an open group\'s jobs as boxes, a folded one as one', () => {
+    const { jobs, edges } = fan(50);
+    const folded = visibleGraph(jobs, edges);
+    expect(drawnSummary(52, folded)).toBe('52 jobs · 3 boxes (1 group folded)');
+    const group = folded.nodes.find((n) => n.type === 'group')!;
+    expect(drawnSummary(52, visibleGraph(jobs, edges, new Set([group.id])))).toBe('52 jobs · 52 boxes (1 group open)');
+    expect(drawnSummary(1, visibleGraph([{ id: '1', ref: 'a', kind: 'k' }], []))).toBe('1 job · 1 box');
   });
 });
 

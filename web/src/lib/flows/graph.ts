@@ -120,3 +120,26 @@ export function shapeKey(jobs: readonly FlowJobShape[], edges: readonly (readonl
   const pairs = edges.map(([p, c]) => `${p}>${c}`).sort();
   return `${ids.join(' ')}|${pairs.join(' ')}`;
 }
+
+/**
+ * The flow page's "what is drawn" line: "52 jobs · 3 boxes" while fan-outs are folded; an open
+ * group draws each of its jobs, so it counts them, not its one box.
+ */
+export function drawnSummary(jobs: number, graph: VisibleGraph): string {
+  let boxes = 0;
+  let open = 0;
+  let folded = 0;
+  for (const n of graph.nodes) {
+    if (n.type === 'job') boxes++;
+    else if (n.open) {
+      open++;
+      boxes += n.members.length;
+    } else {
+      folded++;
+      boxes++;
+    }
+  }
+  const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+  const groups = [open ? `${plural(open, 'group', 'groups')} open` : '', folded ? `${plural(folded, 'group', 'groups')} folded` : ''].filter(Boolean);
+  return `${plural(jobs, 'job', 'jobs')} · ${plural(boxes, 'box', 'boxes')}${groups.length ? ` (${groups.join(', ')})` : ''}`;
+}

@@ -22,6 +22,23 @@ describe('layoutFlow', () => {
   });
 });
 
+describe('fan-out order', () => {
+  it('stacks the jobs of a fan-out top to bottom in the order they were made, each edge still ending at its box', () => {
+    const jobs = [{ id: '1', ref: 'split', kind: 'split' }, ...[0, 1, 2].map((i) => ({ id: String(i + 2), ref: `count-${i}`, kind: 'count' })), { id: '5', ref: 'merge', kind: 'merge' }];
+    const edges = ['2', '3', '4'].flatMap((id): [string, string][] => [['1', id], [id, '5']]);
+    const l = layoutFlow(visibleGraph(jobs, edges));
+    const ys = ['2', '3', '4'].map((id) => l.boxes.get(id)!.y);
+    expect(ys).toEqual([...ys].sort((a, b) => a - b));
+    expect(new Set(ys).size).toBe(3);
+    for (const e of l.edges) {
+      const box = l.boxes.get(e.to)!;
+      const end = e.points.at(-1)!;
+      expect(end.y, `${e.from}>${e.to}`).toBeGreaterThanOrEqual(box.y - 1);
+      expect(end.y, `${e.from}>${e.to}`).toBeLessThanOrEqual(box.y + box.height + 1);
+    }
+  });
+});
+
 describe('groupGrid', () => {
   it('lays an open group of 300 out wider than tall, like a screen, every cell inside the box and apart', () => {
     const g = groupGrid(300);

@@ -78,7 +78,27 @@ export function layoutFlow(g: VisibleGraph): FlowLayout {
     // dagre gives centres.
     boxes.set(n.id, { x: x - width / 2, y: y - height / 2, width, height });
   }
-  const edges = g.edges.map(([from, to]) => ({ from, to, points: (d.edge(from, to).points ?? []).map(({ x, y }) => ({ x, y })) }));
+  // Siblings (same size, same parents, same children) go top to bottom in the order they were
+  // made: dagre's crossing reduction may stack a fan-out count-2, count-1, count-0. Swapping them
+  // changes no crossing; each edge takes the route dagre drew to the place its end now holds.
+  const occupant = new Map<string, string>();
+  const key = (id: string) => {
+    const b = boxes.get(id)!;
+    const ends = (m: 'predecessors' | 'successors') => [...(d[m](id) ?? [])].sort().join(',');
+    return `${Math.round(b.x)}|${b.width}|${b.height}|${ends('predecessors')}|${ends('successors')}`;
+  };
+  const siblings = new Map<string, string[]>();
+  for (const n of g.nodes) siblings.set(key(n.id), [...(siblings.get(key(n.id)) ?? []), n.id]);
+  for (const ids of siblings.values()) {
+    if (ids.length < 2) continue;
+    const places = ids.map((id) => ({ id, box: boxes.get(id)! })).sort((a, b) => a.box.y - b.box.y);
+    ids.forEach((id, i) => {
+      occupant.set(id, places[i].id);
+      boxes.set(id, { ...places[i].box });
+    });
+  }
+  const at = (id: string) => occupant.get(id) ?? id;
+  const edges = g.edges.map(([from, to]) => ({ from, to, points: (d.edge(at(from), at(to)).points ?? []).map(({ x, y }) => ({ x, y })) }));
   const graph = d.graph();
   return { boxes, edges, width: graph.width ?? 0, height: graph.height ?? 0 };
 }

@@ -27,7 +27,7 @@ function apiJob(p: Partial<Job>): Job {
     id: '42', queue: 'mail', kind: 'send', payload: {}, priority: 5, status: 'queued', attempt: 0, maxAttempts: 2, requires: [],
     idempotencyKey: null, runAt: at(0), createdAt: at(0), startedAt: null, finishedAt: null, lockedBy: null, leaseExpiresAt: null,
     cancelRequested: false, progress: null, result: null, lastError: null, group: null, tags: [], timeoutMs: null, expireAt: null,
-    deadLetterOf: null, flowId: null, ref: null, dependsOn: [], onParentFailure: null, waitingFor: null, ...p,
+    deadLetterOf: null, flowId: null, ref: null, dependsOn: [], onParentFailure: null, waitingFor: null, wait: null, invokedBy: null, ...p,
   };
 }
 
@@ -66,5 +66,35 @@ describe('rows from events equal rows from a reload', () => {
     expect(row(replay(events))).toEqual(row(running));
     const done = replay([...events, e('succeeded', 'succeeded', 1, 3, { durationMs: 2000 }, 'w1')]);
     expect(row(done)).toEqual(row(apiJob({ status: 'succeeded', attempt: 1, startedAt: at(1), finishedAt: at(3), progress: { percent: 50, message: 'half' } })));
+  });
+
+  // Mutation caught: the reducer leaving `wait` alone on sleeping / waiting (the page would show no countdown or form until a reload).
+  it('sleeps, waits for a signal, then for a child: the wait the job page shows, as on a reload', () => {
+    const claimed = e('claimed', 'running', 1, 1, { leaseExpiresAt: at(31), lagMs: 0 }, 'w1');
+    const wait = (events: BoardEvent[]) => {
+      const j = replay(events);
+      return { status: j.status, wait: j.wait, waitingFor: j.waitingFor, runAt: j.runAt, lockedBy: j.lockedBy };
+    };
+    const base = { status: 'queued', lockedBy: null };
+    expect(wait([enqueued, claimed, e('sleeping', 'queued', 0, 2, { until: at(60) }, 'w1')]))
+      .toEqual({ ...base, wait: { type: 'sleep', until: at(60) }, waitingFor: 'sleep', runAt: at(60) });
+    expect(wait([enqueued, claimed, e('waiting', 'queued', 0, 2, { signal: 'approve', until: null }, 'w1')]))
+      .toEqual({ ...base, wait: { type: 'signal', name: 'approve' }, waitingFor: 'signal', runAt: at(0) });
+    expect(wait([enqueued, claimed, e('waiting', 'queued', 0, 2, { childId: '77' }, 'w1')]))
+      .toEqual({ ...base, wait: { type: 'child', childId: '77' }, waitingFor: 'child', runAt: at(0) });
+    const resumed = wait([enqueued, claimed, e('waiting', 'queued', 0, 2, { signal: 'approve', until: at(90) }, 'w1'), e('claimed', 'running', 1, 3, { leaseExpiresAt: at(33), lagMs: 0 }, 'w1')]);
+    expect(resumed).toMatchObject({ status: 'running', wait: null, waitingFor: null });
+  });
+
+  // Mutation caught: the reducer keeping lastError on `succeeded` (the `job.lastError = null;` line removed).
+  it('fails once, then succeeds: no error shown, as on a reload', () => {
+    const events = [
+      enqueued,
+      e('claimed', 'running', 1, 1, { leaseExpiresAt: at(31), lagMs: 0 }, 'w1'),
+      e('retry_scheduled', 'queued', 1, 2, { error: 'smtp 503', runAt: at(4) }, 'w1'),
+      e('claimed', 'running', 2, 4, { leaseExpiresAt: at(34), lagMs: 0 }, 'w1'),
+      e('succeeded', 'succeeded', 2, 5, { durationMs: 1000 }, 'w1'),
+    ];
+    expect(row(replay(events))).toEqual(row(apiJob({ status: 'succeeded', attempt: 2, runAt: at(4), startedAt: at(4), finishedAt: at(5) })));
   });
 });

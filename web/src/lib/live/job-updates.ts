@@ -22,6 +22,8 @@ export function applyEventToJob(job: BoardJob, ev: BoardEvent): void {
       job.leaseExpiresAt = typeof d.leaseExpiresAt === 'string' ? d.leaseExpiresAt : job.leaseExpiresAt;
       job.startedAt = ev.at;
       job.progress = null;
+      job.wait = null;
+      job.waitingFor = null;
       break;
     case 'progress':
       job.progress = {
@@ -33,6 +35,8 @@ export function applyEventToJob(job: BoardJob, ev: BoardEvent): void {
     case 'succeeded':
       releaseLock();
       job.finishedAt = ev.at;
+      // As the API gives it: a job that ended well shows no earlier attempt's error.
+      job.lastError = null;
       break;
     case 'retry_scheduled':
       releaseLock();
@@ -56,6 +60,25 @@ export function applyEventToJob(job: BoardJob, ev: BoardEvent): void {
       if (ev.status !== 'running') releaseLock();
       if (typeof d.runAt === 'string') job.runAt = d.runAt;
       if (ev.status !== 'queued' && ev.status !== 'running') job.finishedAt = ev.at;
+      break;
+    case 'sleeping':
+    case 'waiting': {
+      releaseLock();
+      if (typeof d.until === 'string') job.runAt = d.until;
+      // The wait as the Job JSON says it (its `wait` and `waitingFor`), so the page shows it live.
+      const until = typeof d.until === 'string' ? { until: d.until } : {};
+      job.wait =
+        ev.type === 'sleeping'
+          ? { type: 'sleep', ...until }
+          : typeof d.childId === 'string' || typeof d.childId === 'number'
+            ? { type: 'child', childId: String(d.childId) }
+            : { type: 'signal', ...(typeof d.signal === 'string' ? { name: d.signal } : {}), ...until };
+      job.waitingFor = job.wait.type;
+      break;
+    }
+    case 'promoted':
+      // Run now: due at once.
+      job.runAt = ev.at;
       break;
     case 'retried':
       // As the retry statement does: due now, unfinished, with at least one attempt left.
@@ -122,6 +145,8 @@ export function jobFromEvent(ev: BoardEvent): BoardJob {
     ref: null,
     dependsOn: [],
     onParentFailure: null,
+    wait: null,
+    invokedBy: null,
     partial: true,
   };
   applyEventToJob(job, ev);

@@ -2,7 +2,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { BoardJob, JobStatus } from '../types';
-import { mergeIntoPage } from './jobs-page';
+import { matchesFilter, mergeIntoPage } from './jobs-page';
 import { ev } from './test-events';
 
 describe('mergeIntoPage (jobs table)', () => {
@@ -11,9 +11,25 @@ describe('mergeIntoPage (jobs table)', () => {
       id, queue, kind: 'sleep', payload: {}, priority: 0, status, attempt: 0, maxAttempts: 5, requires: [],
       idempotencyKey: null, runAt: null, createdAt: null, startedAt: null, finishedAt: null, lockedBy: null,
       leaseExpiresAt: null, cancelRequested: false, progress: null, result: null, lastError: null,
-      group: null, tags: [], timeoutMs: null, expireAt: null, deadLetterOf: null, flowId: null, ref: null, dependsOn: [], onParentFailure: null, waitingFor: null,
+      group: null, tags: [], timeoutMs: null, expireAt: null, deadLetterOf: null, flowId: null, ref: null, dependsOn: [], onParentFailure: null, waitingFor: null, wait: null, invokedBy: null,
     };
   }
+
+  // Mutation caught: matchesFilter ignoring waitingFor (every new job would join a "waiting for a signal" list).
+  it('a waitingFor filter takes the jobs whose handler starts that wait, and keeps the rows it read', () => {
+    const f = { filter: { waitingFor: 'signal' }, limit: 50, firstPage: true, next: null };
+    const waiting = { ...job('5'), waitingFor: 'signal' as const };
+    const r = mergeIntoPage([waiting], [
+      ev('9', 'enqueued', 'queued'),
+      ev('8', 'sleeping', 'queued', { data: { until: '2026-01-01T00:00:30Z' } }),
+      ev('7', 'waiting', 'queued', { data: { childId: '99' } }),
+      ev('6', 'waiting', 'queued', { data: { signal: 'approve', until: null } }),
+    ], f);
+    expect(r.rows.map((j) => [j.id, j.waitingFor])).toEqual([['6', 'signal'], ['5', 'signal']]);
+    expect(matchesFilter(waiting, f.filter)).toBe(true);
+    expect(matchesFilter({ ...waiting, waitingFor: null }, f.filter)).toBe(false);
+    expect(matchesFilter(ev('8', 'sleeping', 'queued'), { waitingFor: 'sleep' })).toBe(true);
+  });
 
   it('updates rows in place: status, attempt, progress, lock', () => {
     const rows = [job('3'), job('2')];

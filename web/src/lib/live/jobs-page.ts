@@ -3,15 +3,27 @@ import type { BoardEvent, BoardJob, JobFilter } from '../types';
 import { compareIds } from './ids';
 import { applyEventToJob, jobFromEvent } from './job-updates';
 
-/** `status: scheduled` is a queued job whose runAt is still ahead, as the API filters it. */
+/** A job's wait (its waitingFor), or the one a `sleeping` or `waiting` event starts; null for other events. */
+function waitOf(ev: { type?: string; waitingFor?: string | null; data?: Record<string, unknown> | null }): string | null {
+  if (ev.type === undefined) return ev.waitingFor ?? null;
+  if (ev.type === 'sleeping') return 'sleep';
+  if (ev.type === 'waiting') return ev.data?.childId != null ? 'child' : 'signal';
+  return null;
+}
+
+/**
+ * `status: scheduled` is a queued job whose runAt is still ahead, as the API filters it; a
+ * `waitingFor` filter takes the event that starts such a wait.
+ */
 export function matchesFilter(
-  job: { queue: string; kind: string; status: string; flowId?: string | null; runAt?: string | null; data?: Record<string, unknown> | null },
+  job: { queue: string; kind: string; status: string; flowId?: string | null; runAt?: string | null; type?: string; waitingFor?: string | null; data?: Record<string, unknown> | null },
   f: JobFilter,
   now = Date.now(),
 ): boolean {
   if (f.queue && job.queue !== f.queue) return false;
   if (f.kind && job.kind !== f.kind) return false;
   if (f.flow && job.flowId !== f.flow) return false;
+  if (f.waitingFor && (job.status !== 'queued' || waitOf(job) !== f.waitingFor)) return false;
   if (f.status === 'scheduled') {
     const runAt = job.runAt ?? job.data?.runAt;
     return job.status === 'queued' && typeof runAt === 'string' && Date.parse(runAt) > now;

@@ -53,6 +53,10 @@ describe('status and count bookkeeping', () => {
     // but once seen, the next transition is exact
     applyTransition(qs, idx.apply(ev('8', 'claimed', 'running'), now));
     expect(qs[0]).toMatchObject({ queued: 3, running: 4 });
+    // run now: a job the board never saw leaves scheduled for queued
+    const later = [counts('default', { scheduled: 2 })];
+    expect(applyTransition(later, idx.apply(ev('7', 'promoted', 'queued', { data: { scheduledFor: '2026-01-01T01:00:00Z' } }), now))).toBe(true);
+    expect(later[0]).toMatchObject({ scheduled: 1, queued: 1 });
   });
 
   it('uses jobs seeded from HTTP, but never over newer stream knowledge', () => {

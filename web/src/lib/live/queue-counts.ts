@@ -2,6 +2,11 @@
 // moves exactly one count without refetching.
 import type { BoardEvent, BoardJob, CountBucket, EventType, JobStatus, QueueCounts } from '../types';
 
+const FAR_AHEAD = '9999-12-31T00:00:00.000Z';
+
+/** Events that leave a job where it was (a step stored, a signal kept, a run resuming). */
+const IN_PLACE: EventType[] = ['step', 'signalled', 'resumed'];
+
 export function bucketOf(status: JobStatus, runAt: string | null | undefined, now: number): CountBucket {
   if (status === 'queued' && runAt) {
     const t = Date.parse(runAt);
@@ -12,7 +17,9 @@ export function bucketOf(status: JobStatus, runAt: string | null | undefined, no
 
 /** The runAt an event carries, when its type carries one. */
 function eventRunAt(ev: BoardEvent): string | null {
-  const r = ev.data?.runAt;
+  // A sleep or wait carries its wake-up time as `until`; a wait without one is as far ahead.
+  const r = ev.data?.runAt ?? ev.data?.until;
+  if (ev.type === 'waiting' && typeof r !== 'string') return FAR_AHEAD;
   return typeof r === 'string' ? r : null;
 }
 
@@ -28,6 +35,8 @@ function inferPrevBucket(type: EventType): CountBucket | null | undefined {
       return 'queued';
     case 'unblocked':
       return 'blocked';
+    case 'promoted':
+      return 'scheduled';
     case 'progress':
     case 'cancel_requested':
     case 'succeeded':
@@ -35,6 +44,10 @@ function inferPrevBucket(type: EventType): CountBucket | null | undefined {
     case 'retry_scheduled':
     case 'lease_expired':
     case 'released':
+    case 'sleeping':
+    case 'waiting':
+    case 'step':
+    case 'resumed':
       return 'running';
     default:
       // cancelled (from queued or running), retried (from failed or cancelled)
@@ -103,7 +116,7 @@ export class LiveIndex {
       this.#previous.delete(ev.jobId);
       return { queue: ev.queue, prev, next: null };
     }
-    const next = bucketOf(ev.status, eventRunAt(ev), now);
+    const next = known && IN_PLACE.includes(ev.type) ? known.bucket : bucketOf(ev.status, eventRunAt(ev), now);
     this.#put({
       id: ev.jobId,
       queue: ev.queue,

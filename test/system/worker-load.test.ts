@@ -1,8 +1,8 @@
 // Three worker processes with ten slots each share 5,000 jobs, a fifth of them failing once:
 // every job succeeds exactly once, and the attempts agree with the event log.
 import { expect, it } from 'vitest';
-import { workerTestContext } from './fixtures/worker-process.ts';
-import { waitFor } from './support/wait.ts';
+import { workerTestContext } from '../fixtures/worker-process.ts';
+import { waitFor } from '../support/wait.ts';
 
 const JOBS = 5_000;
 const t = workerTestContext();

@@ -1,0 +1,1 @@
+CREATE INDEX "jobs_waiting" ON "herald"."jobs" USING btree ("queue","id" DESC NULLS LAST) WHERE "herald"."jobs"."status" = 'queued' AND "herald"."jobs"."wait" IS NOT NULL;
