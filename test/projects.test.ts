@@ -14,7 +14,7 @@ const source = (file: string) => fs.readFileSync(path.join(ROOT, file), 'utf8');
 
 // What a file's own code does, whatever it imports (a call, not a word in a comment).
 const STARTS_SOMETHING = /(?<![\w.])(spawn|spawnSync|execFile|execFileSync|exec|execSync|fork|spawnHerald|spawnCommand|testServer|createServer)\(|\bchromium\b|\.listen\(/;
-const READS_DATABASE = /\binject\(['"]pg|\bDATABASE_URL\b|\bnew pg\.|\b(createTestDatabase|useTestDatabase|workerTestContext|startEmbedded)\(/;
+const READS_DATABASE = /\binject\(['"]pg|\benv\.DATABASE_URL\b|\bnew pg\.|\b(createTestDatabase|useTestDatabase|workerTestContext|startEmbedded)\(/;
 
 describe('vitest.config.ts', () => {
   it('has the four projects', () => {
