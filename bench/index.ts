@@ -17,6 +17,7 @@
 // same shape with no trigger (producers.ts).
 // `--durable`: steps, sleeps and signals against DBOS Transact (durable.ts).
 // `--replicas`: 1, 2 and 4 servers of 250 SSE clients, on the primary and on a standby (replicas.ts).
+// `--board [--trace]`: the Overview's long tasks in Chromium at 4,000 events/s (board-load.ts).
 import os from 'node:os';
 import pg from 'pg';
 import { openDatabase, withDatabase } from '../queue/database.ts';
@@ -35,6 +36,7 @@ import { sseLatency, sseTable } from './server-sse-latency.ts';
 import { durableBench, durableTable } from './durable.ts';
 import { replicasBench, replicasTable } from './replicas.ts';
 import { producerRate, setupProducers } from './producers.ts';
+import { boardLoadBench, boardLoadTable } from './board-load.ts';
 
 /** The runners in --json order, in both tests. */
 const RUNNERS = ['herald', 'graphile', 'graphile_batched', 'pgboss', 'bullmq', 'sql'];
@@ -51,7 +53,7 @@ function envInt(name: string, fallback: number): number {
 
 function parseArgs(argv: string[]) {
   const args = {
-    json: false, depth: false, http: false, sse: false, search: false, producers: false, flows: false, counts: false, durable: false, replicas: false,
+    json: false, depth: false, http: false, sse: false, search: false, producers: false, flows: false, counts: false, durable: false, replicas: false, board: false, trace: false,
     rounds: 3, only: undefined as string[] | undefined, commits: [...COMMITS] as Commit[],
   };
   for (let i = 0; i < argv.length; i++) {
@@ -64,6 +66,8 @@ function parseArgs(argv: string[]) {
     else if (a === '--counts') args.counts = true;
     else if (a === '--durable') args.durable = true;
     else if (a === '--replicas') args.replicas = true;
+    else if (a === '--board') args.board = true;
+    else if (a === '--trace') args.trace = true;
     else if (a === '--rounds') args.rounds = Number(argv[++i]);
     else if (a === '--only') args.only = argv[++i].split(',');
     else if (a === '--sse') args.sse = true;
@@ -72,7 +76,7 @@ function parseArgs(argv: string[]) {
       const c = argv[++i];
       args.commits = c === 'both' ? [...COMMITS] : COMMITS.filter((x) => x === c);
       if (!args.commits.length) throw new Error('--commit must be sync, async or both');
-    } else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --http | --sse | --search | --producers | --flows | --counts | --durable | --replicas | --rounds N --only herald,sql,... --commit sync|async|both]`);
+    } else throw new Error(`unknown argument ${a}; usage: bench [--json] [--depth | --http | --sse | --search | --producers | --flows | --counts | --durable | --replicas | --board [--trace] | --rounds N --only herald,sql,... --commit sync|async|both]`);
   }
   if (!Number.isInteger(args.rounds) || args.rounds < 1) throw new Error('--rounds must be a positive integer');
   return args;
@@ -108,6 +112,7 @@ async function main() {
   const args = parseArgs(process.argv.slice(2));
   if (args.sse) return sse(args.json);
   if (args.replicas) return replicas(args.json);
+  if (args.board) return board(args.json, args.trace);
   const jobs = envInt('BENCH_JOBS', 20_000);
   const count = envInt('BENCH_LATENCY_COUNT', 300);
   const intervalMs = envInt('BENCH_LATENCY_INTERVAL_MS', 10);
@@ -297,6 +302,19 @@ async function replicas(json: boolean) {
   say(`  load at the end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   process.stdout.write(`\n${replicasTable(rows, sizes)}\n`);
   if (json) process.stdout.write(`${JSON.stringify({ replicas: rows })}\n`);
+}
+
+// `--board`: the Overview's main thread under a steady load (its own database and server).
+async function board(json: boolean, trace: boolean) {
+  const say = (line: string) => process.stderr.write(`${line}\n`);
+  const sizes = {
+    eventsPerSecond: envInt('BENCH_BOARD_EVENTS_PER_S', 4000), seconds: envInt('BENCH_BOARD_SECONDS', 20), runs: envInt('BENCH_BOARD_RUNS', 3), trace,
+  };
+  say(`Herald board bench: ${os.cpus().length} cores, load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  const { label, runs } = await boardLoadBench(sizes, say);
+  say(`  ${label}; load at the end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  process.stdout.write(`\n${boardLoadTable(runs, sizes)}\n`);
+  if (json) process.stdout.write(`${JSON.stringify({ board: runs.map(({ hot: _hot, ...r }) => r) })}\n`);
 }
 
 async function dropDatabase(adminUrl: string, name: string): Promise<void> {

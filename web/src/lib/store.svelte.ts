@@ -15,7 +15,7 @@
 import { api, HeraldApiError, recentEvents } from './client';
 import { auth } from './auth.svelte';
 import { EventBatcher, frameScheduler } from './live/event-batcher';
-import { applyTransition, LiveIndex, sortQueues } from './live/queue-counts';
+import { applyTransitions, LiveIndex, sortQueues, type Transition } from './live/queue-counts';
 import { RateSeries } from './live/rate-series';
 import { RecentIds } from './live/recent-ids';
 import { StreamClient } from './live/stream-client';
@@ -25,6 +25,8 @@ import type { BoardJob, BoardEvent, QueueCounts, StreamState } from './types';
 type BatchListener = (batch: BoardEvent[]) => void;
 
 const RECENT = 40;
+/** Events applied per frame at most: a backlog after a stall is spread over frames, not one long task. */
+const MAX_PER_FRAME = 1000;
 
 class BoardStore {
   /** connecting → live → reconnecting → live …; shown in the header. */
@@ -47,7 +49,7 @@ class BoardStore {
   readonly rates = new RateSeries(300);
   #seen = new RecentIds();
   #listeners = new Set<BatchListener>();
-  #batcher = new EventBatcher<BoardEvent>((b) => this.#applyBatch(b), frameScheduler);
+  #batcher = new EventBatcher<BoardEvent>((b) => this.#applyBatch(b), frameScheduler, MAX_PER_FRAME);
   #client: StreamClient | null = null;
   /** When the page began to listen: the rate series before it come from stored history. */
   #openedAt = Date.now();
@@ -158,12 +160,12 @@ class BoardStore {
 
   #applyBatch(batch: BoardEvent[]): void {
     const now = Date.now();
-    const queues = this.queues;
+    const moves: Transition[] = [];
     for (const ev of batch) {
-      const t = this.index.apply(ev, now);
-      applyTransition(queues, t);
+      moves.push(this.index.apply(ev, now));
       this.rates.add(ev, now);
     }
+    applyTransitions(this.queues, moves);
     this.lastEventId = this.#client?.lastId ?? null;
     this.eventCount += batch.length;
     const newest = batch.slice(-RECENT).reverse(); // a copy: listeners get the batch in order

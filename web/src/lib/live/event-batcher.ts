@@ -1,5 +1,7 @@
 // Event batching: the stream can deliver thousands of events a second; the board applies them
-// once per animation frame so the DOM is touched once per frame, not once per event.
+// once per animation frame so the DOM is touched once per frame, not once per event. A frame
+// takes at most `maxPerFlush` of them and leaves the rest to the next: after a stall (a busy
+// tab, a burst) the backlog is worked off over a few frames instead of in one long task.
 
 export type Scheduler = (run: () => void) => void;
 
@@ -10,22 +12,36 @@ export class EventBatcher<T> {
   constructor(
     private readonly onFlush: (batch: T[]) => void,
     private readonly schedule: Scheduler,
+    private readonly maxPerFlush = Infinity,
   ) {}
 
   push(item: T): void {
     this.#queue.push(item);
+    this.#request();
+  }
+
+  #request(): void {
     if (!this.#pending) {
       this.#pending = true;
       this.schedule(() => this.flush());
     }
   }
 
-  /** Applies everything queued so far in one call. Safe to call early (the scheduled run is then a no-op). */
+  /**
+   * Applies what is queued, up to `maxPerFlush` items, in one call; what is left gets a frame of
+   * its own. Safe to call early (the scheduled run then finds less, or nothing, to do).
+   */
   flush(): void {
     this.#pending = false;
     if (this.#queue.length === 0) return;
-    const batch = this.#queue;
-    this.#queue = [];
+    let batch = this.#queue;
+    if (batch.length > this.maxPerFlush) {
+      this.#queue = batch.slice(this.maxPerFlush);
+      batch = batch.slice(0, this.maxPerFlush);
+      this.#request();
+    } else {
+      this.#queue = [];
+    }
     this.onFlush(batch);
   }
 

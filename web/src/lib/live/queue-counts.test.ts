@@ -1,7 +1,7 @@
 // Unit tests for the count bookkeeping (queue-counts.ts): no browser, no server.
 
 import { describe, expect, it } from 'vitest';
-import { applyTransition, bucketOf, LiveIndex } from './queue-counts';
+import { applyTransition, applyTransitions, bucketOf, LiveIndex, type Transition } from './queue-counts';
 import { counts, ev } from './test-events';
 
 describe('status and count bookkeeping', () => {
@@ -83,5 +83,27 @@ describe('status and count bookkeeping', () => {
     expect(idx.get('1')).toBeUndefined();
     expect(idx.get('6')?.status).toBe('queued');
     expect(idx.get('5')?.status).toBe('queued');
+  });
+
+  // Catches a write-back that skips new queues (no `queues.push(row)`/splice) and one that writes
+  // every count of a touched row, or every move, instead of each changed count once.
+  it('moves a frame of transitions as one by one would, writing each changed count once', () => {
+    const buckets = ['queued', 'scheduled', 'running', 'succeeded', 'failed', null, undefined] as const;
+    let seed = 7;
+    const pick = <T>(xs: readonly T[]) => xs[(seed = (seed * 48271) % 2147483647) % xs.length];
+    const moves: Transition[] = Array.from({ length: 500 }, () => ({
+      queue: pick(['a', 'b', 'c', 'd']), prev: pick(buckets), next: pick(buckets.slice(0, 6)) as Transition['next'],
+    }));
+    const start = () => [counts('b', { queued: 3, failed: 1 }), counts('d', { running: 2 })];
+    const one = start();
+    for (const t of moves) applyTransition(one, t);
+    const all = start();
+    let writes = 0;
+    const watched = all.map((row) => new Proxy(row, { set: (r, k, v) => (writes++, Reflect.set(r, k, v)) }));
+    applyTransitions(watched, moves);
+    expect(watched).toEqual(one);
+    expect(watched.map((q) => q.queue)).toEqual(['a', 'b', 'c', 'd']);
+    const changed = start().reduce((n, row) => n + Object.keys(row).filter((k) => row[k as 'queued'] !== one.find((q) => q.queue === row.queue)![k as 'queued']).length, 0);
+    expect(writes).toBe(changed);
   });
 });

@@ -1,6 +1,6 @@
 // Status and count bookkeeping: which `/api/queues` bucket each job is in, so every stream event
 // moves exactly one count without refetching.
-import type { BoardEvent, BoardJob, CountBucket, EventType, JobStatus, QueueCounts } from '../types';
+import { COUNT_BUCKETS, type BoardEvent, type BoardJob, type CountBucket, type EventType, type JobStatus, type QueueCounts } from '../types';
 
 const FAR_AHEAD = '9999-12-31T00:00:00.000Z';
 
@@ -165,6 +165,29 @@ export function applyTransition(queues: QueueCounts[], t: Transition): boolean {
   if (t.prev !== null) row[t.prev] = Math.max(0, row[t.prev] - 1);
   if (t.next !== null) row[t.next] += 1;
   return true;
+}
+
+/**
+ * Every move of a frame, with the same result as applyTransition one by one, but worked out on
+ * plain copies of the touched rows and written back once per changed count: on Svelte state each
+ * write notifies its readers, and a frame can bring thousands of moves for one queue.
+ */
+export function applyTransitions(queues: QueueCounts[], ts: readonly Transition[]): void {
+  const touched = new Set<string>();
+  for (const t of ts) if (t.prev !== undefined && t.prev !== t.next) touched.add(t.queue);
+  if (touched.size === 0) return;
+  const work = queues.filter((q) => touched.has(q.queue)).map((q) => ({ ...q }));
+  for (const t of ts) applyTransition(work, t);
+  for (const row of work) {
+    const live = queues.find((q) => q.queue === row.queue);
+    if (live) {
+      for (const b of COUNT_BUCKETS) if (live[b] !== row[b]) live[b] = row[b];
+      continue;
+    }
+    const at = queues.findIndex((q) => q.queue > row.queue);
+    if (at === -1) queues.push(row);
+    else queues.splice(at, 0, row);
+  }
 }
 
 export function sortQueues(queues: QueueCounts[]): QueueCounts[] {

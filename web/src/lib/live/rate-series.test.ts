@@ -47,4 +47,25 @@ describe('RateSeries', () => {
     const d = s.data(open + 2000);
     expect(d.succeeded.filter((v) => v > 0).length).toBeGreaterThan(60);
   });
+
+  // Catches the span's first second off by one (`end - seconds` without the `+ 1`: a second too many).
+  it('totals exactly the complete seconds data() plots, for any span', () => {
+    const base = Date.parse('2026-01-01T00:00:00Z');
+    const s = new RateSeries(30);
+    const types = ['enqueued', 'claimed', 'succeeded', 'failed'] as const;
+    for (let k = 0; k < 400; k++) {
+      const type = types[k % 4];
+      s.add(ev(String(k), type, 'running', { at: new Date(base + k * 137).toISOString(), data: { lagMs: k % 50 } }), base + k * 137);
+    }
+    const now = base + 400 * 137 + 500;
+    const d = s.data(now);
+    for (const span of [1, 7, 30, 60]) {
+      const from = Math.max(0, d.x.length - span);
+      const sum = (xs: number[]) => xs.slice(from).reduce((a, b) => a + b, 0);
+      const t = s.totals(span, now);
+      expect(t).toMatchObject({ enqueued: sum(d.enqueued), succeeded: sum(d.succeeded), failed: sum(d.failed) });
+      const lagMax = d.lagMax.slice(from).filter((x) => x !== null);
+      expect(t.lagMax).toBe(lagMax.length ? Math.max(...lagMax) : null);
+    }
+  });
 });

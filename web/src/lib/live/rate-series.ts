@@ -120,17 +120,17 @@ export class RateSeries {
     return out;
   }
 
-  /** Totals over the last `seconds` complete seconds. */
+  /** Totals over the last `seconds` complete seconds (read in place: the tiles ask every frame). */
   totals(seconds: number, now = Date.now()) {
-    const d = this.data(now);
-    const from = Math.max(0, d.x.length - seconds);
+    const end = Math.max(Math.floor(now / 1000), this.#latest) - 1;
     let enqueued = 0, succeeded = 0, failed = 0, lagSum = 0, lagN = 0, lagMax: number | null = null;
-    for (let k = from; k < d.x.length; k++) {
-      enqueued += d.enqueued[k];
-      succeeded += d.succeeded[k];
-      failed += d.failed[k];
-      const i = ((d.x[k] % this.window) + this.window) % this.window;
-      if (this.#sec[i] === d.x[k] && this.#lagN[i]) {
+    for (let sec = Math.max(end - seconds, end - this.window) + 1; sec <= end; sec++) {
+      const i = ((sec % this.window) + this.window) % this.window;
+      if (this.#sec[i] !== sec) continue;
+      enqueued += this.#enq[i];
+      succeeded += this.#succ[i];
+      failed += this.#fail[i];
+      if (this.#lagN[i]) {
         lagSum += this.#lagSum[i];
         lagN += this.#lagN[i];
         lagMax = Math.max(lagMax ?? 0, this.#lagMax[i]);
