@@ -1,8 +1,9 @@
 // The board's live store: the one place that owns the stream.
 //
-//   EventSource ──► StreamClient (cursor, reconnect with backoff)
+//   FetchSource (the stream read with fetch, dispatched in slices)
+//               ──► StreamClient (cursor, reconnect with backoff)
 //               ──► RecentIds (drop duplicates)
-//               ──► EventBatcher (one flush per animation frame)
+//               ──► EventBatcher (one flush per animation frame, at most MAX_PER_FRAME events)
 //               ──► #applyBatch: live job index → queue counts, rates/latency series,
 //                   recent-events feed, then every view's onBatch listener (jobs table, job
 //                   detail, workers) in the same frame, so Svelte renders once per frame.
@@ -15,6 +16,7 @@
 import { api, HeraldApiError, recentEvents } from './client';
 import { auth } from './auth.svelte';
 import { EventBatcher, frameScheduler } from './live/event-batcher';
+import { FetchSource } from './live/fetch-source';
 import { applyTransitions, LiveIndex, sortQueues, type Transition } from './live/queue-counts';
 import { RateSeries } from './live/rate-series';
 import { RecentIds } from './live/recent-ids';
@@ -62,12 +64,12 @@ class BoardStore {
   /** Re-fetches /api/queues, at most once a second, always once after the last call. */
   refreshQueues = throttle(() => this.#loadQueues(), 1000);
 
-  /** Opens the tab's single EventSource. Idempotent. */
+  /** Opens the tab's single event stream. Idempotent. */
   start(): void {
     if (this.#client) return;
     this.#client = new StreamClient({
       url: '/api/events',
-      createSource: (url) => new EventSource(url),
+      createSource: (url) => new FetchSource(url),
       getToken: () => auth.token,
       onState: (s) => (this.streamState = s),
       onEvent: (ev) => {
@@ -86,7 +88,7 @@ class BoardStore {
         this.refreshQueues();
         this.resyncs += 1;
       },
-      // A hard failure may be a 401 (EventSource cannot tell us the status): an ordinary call
+      // A hard failure may be a 401 (the source does not tell us the status): an ordinary call
       // will, and its 401 opens the token prompt.
       onHardFailure: () => this.refreshQueues(),
       canConnect: () => !auth.required,

@@ -1,14 +1,21 @@
-// The stream connection. One EventSource per tab. The browser reconnects by itself (sending
-// Last-Event-ID) while the source is CONNECTING; when it gives up (CLOSED: the server answered
-// with an error status), we make a new one with backoff and `?lastEventId=` so nothing is missed.
+// The stream connection. One source per tab (an EventSource, or the board's FetchSource). An
+// EventSource reconnects by itself (sending Last-Event-ID) while it is CONNECTING; when a source
+// gives up (CLOSED: the server answered with an error status; a FetchSource at any failure), we
+// make a new one with backoff and `?lastEventId=` so nothing is missed.
 import type { BoardEvent, StreamState } from '../types';
 import { normalizeEvent } from './normalize-event';
+
+/** What a source hands its listeners (an EventSource's MessageEvent has both). */
+export interface SourceMessage {
+  readonly data: unknown;
+  readonly lastEventId: string;
+}
 
 export interface SourceLike {
   readonly readyState: number; // 0 CONNECTING, 1 OPEN, 2 CLOSED
   onopen: ((ev: Event) => unknown) | null;
   onerror: ((ev: Event) => unknown) | null;
-  addEventListener(type: string, fn: (ev: MessageEvent) => void): void;
+  addEventListener(type: string, fn: (ev: SourceMessage) => void): void;
   close(): void;
 }
 
@@ -112,7 +119,7 @@ export class StreamClient {
       this.o.onOpen?.({ first, resumed: this.#resumeFrom !== null });
     };
 
-    const onMessage = (m: MessageEvent) => {
+    const onMessage = (m: SourceMessage) => {
       if (src !== this.#source) return;
       if (m.lastEventId) this.lastId = m.lastEventId;
       let parsed: unknown;
