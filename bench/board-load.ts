@@ -4,11 +4,16 @@
 // its frame intervals; events/s is what the page itself received (the stream badge's count).
 //   npm run bench -- --board [--trace]
 // Sizes: BENCH_BOARD_EVENTS_PER_S (4000), BENCH_BOARD_SECONDS (20), BENCH_BOARD_RUNS (3).
-// BENCH_BOARD_DIST=dir,dir2: the page's files from these builds instead of web/dist (the API is
-// the server's), the runs alternating between them: before and after a change, under the same noise.
-// `--trace` saves each run's Chromium trace (JS samples included) to board-load-<run>.json, for
+// BENCH_BOARD_CPU_SLOWDOWN (1): Chromium's CPU throttling (DevTools' "4× slowdown"), for a slower
+// machine than this one, or a busier one, without depending on what else happens to run.
+// BENCH_BOARD_VARIANTS=a,b,…: the runs alternate between variants of the page, each `[dir][+fetch]`:
+// the page's files from the build in dir instead of web/dist (the API is the server's), and
+// +fetch for the stream read by FetchSource rather than EventSource (localStorage
+// herald.streamReader). Before and after a change, under the same noise: `/tmp/old-build,,+fetch`.
+// `--trace` saves each run's Chromium trace (JS samples included) to $TMPDIR/herald-board-load-<run>.json, for
 // DevTools' Performance panel, and prints the functions with the most self time inside long tasks.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type pg from 'pg';
@@ -24,7 +29,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const TICK_MS = 50;
 const WARMUP_MS = 3000;
 
-export interface BoardLoadSizes { eventsPerSecond: number; seconds: number; runs: number; trace: boolean; dists: string[] }
+export interface BoardLoadSizes { eventsPerSecond: number; seconds: number; runs: number; trace: boolean; variants: string[]; cpuSlowdown: number }
 
 export interface BoardLoadRun {
   longTasks: number;
@@ -37,8 +42,8 @@ export interface BoardLoadRun {
   fps: number;
   /** The traced run's hottest functions inside long tasks (--trace only). */
   hot?: string[];
-  /** The build served (BENCH_BOARD_DIST), when not web/dist. */
-  dist?: string;
+  /** The variant (BENCH_BOARD_VARIANTS), when there are several. */
+  variant?: string;
 }
 
 // Runs in the page before its scripts: long tasks and frame intervals from the moment `start` is called.
@@ -105,12 +110,18 @@ async function serveBoardFrom(page: Page, url: string, dist: string): Promise<vo
   });
 }
 
-async function oneRun(browser: Browser, url: string, pool: pg.Pool, sizes: BoardLoadSizes, dist: string | undefined, run: number, say: (line: string) => void): Promise<BoardLoadRun> {
+async function oneRun(browser: Browser, url: string, pool: pg.Pool, sizes: BoardLoadSizes, variant: string, run: number, say: (line: string) => void): Promise<BoardLoadRun> {
   await pool.query('TRUNCATE herald.jobs, herald.job_events');
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   try {
     await page.addInitScript(PAGE_PROBE);
+    const [dist, reader] = variant.split('+');
+    if (reader === 'fetch') await page.addInitScript(`localStorage.setItem('herald.streamReader', 'fetch')`);
     if (dist) await serveBoardFrom(page, url, dist);
+    if (sizes.cpuSlowdown > 1) {
+      const cdp = await page.context().newCDPSession(page);
+      await cdp.send('Emulation.setCPUThrottlingRate', { rate: sizes.cpuSlowdown });
+    }
     await page.goto(`${url}/#/`);
     await page.waitForSelector('[data-testid="stream-state"]:text-is("live")');
     await page.waitForSelector('[data-testid="chart-rates"]');
@@ -118,7 +129,7 @@ async function oneRun(browser: Browser, url: string, pool: pg.Pool, sizes: Board
     let hot: string[] | undefined;
     try {
       await sleep(WARMUP_MS);
-      const tracePath = `board-load-${run}.json`;
+      const tracePath = path.join(os.tmpdir(), `herald-board-load-${run}.json`);
       if (sizes.trace) await browser.startTracing(page, { path: tracePath, categories: TRACE_CATEGORIES });
       const before = await eventsReceived(page);
       await page.evaluate('__boardLoad.start()');
@@ -149,8 +160,8 @@ async function oneRun(browser: Browser, url: string, pool: pg.Pool, sizes: Board
 }
 
 export async function boardLoadBench(sizes: BoardLoadSizes, say: (line: string) => void): Promise<{ label: string; runs: BoardLoadRun[] }> {
-  const dists = sizes.dists.length ? sizes.dists : [undefined];
-  if (!sizes.dists.length) await ensureFreshBoard();
+  const variants = sizes.variants.length ? sizes.variants : [''];
+  if (variants.some((v) => !v.split('+')[0])) await ensureFreshBoard();
   const db = await benchDatabase('herald_bench_board_load');
   const server = await spawnServer(db.url);
   const pool = createPool(db.url, { max: 2, applicationName: 'herald:bench-producer' });
@@ -158,11 +169,12 @@ export async function boardLoadBench(sizes: BoardLoadSizes, say: (line: string) 
   const browser = await chromium.launch(CHROMIUM_OPTIONS);
   const runs: BoardLoadRun[] = [];
   try {
-    for (let run = 1; run <= sizes.runs * dists.length; run++) {
-      const dist = dists[(run - 1) % dists.length];
-      const r = await oneRun(browser, server.url, pool, sizes, dist, run, say);
-      runs.push({ ...r, dist });
-      say(`  run ${run}${dist ? ` (${dist})` : ''}: ${r.longTasks} long tasks, longest ${r.longestMs.toFixed(0)} ms, p50 ${r.p50Ms.toFixed(0)} ms, ` +
+    for (let run = 1; run <= sizes.runs * variants.length; run++) {
+      const variant = variants[(run - 1) % variants.length];
+      const r = await oneRun(browser, server.url, pool, sizes, variant, run, say);
+      const label = variant.startsWith('+') || !variant ? `web/dist${variant}` : variant;
+      runs.push(variants.length > 1 ? { ...r, variant: label } : r);
+      say(`  run ${run}${variants.length > 1 ? ` (${label})` : ''}: ${r.longTasks} long tasks, longest ${r.longestMs.toFixed(0)} ms, p50 ${r.p50Ms.toFixed(0)} ms, ` +
         `${r.eventsPerSecond.toFixed(0)} events/s, ${r.fps.toFixed(0)} fps median`);
       for (const line of r.hot ?? []) say(`    ${line}`);
     }
@@ -178,9 +190,10 @@ export async function boardLoadBench(sizes: BoardLoadSizes, say: (line: string) 
 
 export function boardLoadTable(runs: BoardLoadRun[], sizes: BoardLoadSizes): string {
   const rows = runs.map((r, i) =>
-    `| ${i + 1}${r.dist ? ` ${r.dist}` : ''} | ${r.longTasks} | ${r.longestMs.toFixed(0)} | ${r.p50Ms.toFixed(0)} | ${r.blockedMs.toFixed(0)} | ${Math.round(r.eventsPerSecond).toLocaleString('en-US')} | ${r.fps.toFixed(0)} |`);
+    `| ${i + 1}${r.variant ? ` ${r.variant}` : ''} | ${r.longTasks} | ${r.longestMs.toFixed(0)} | ${r.p50Ms.toFixed(0)} | ${r.blockedMs.toFixed(0)} | ${Math.round(r.eventsPerSecond).toLocaleString('en-US')} | ${r.fps.toFixed(0)} |`);
   return [
-    `The Overview at ${sizes.eventsPerSecond.toLocaleString('en-US')} events/s offered, ${sizes.seconds} s a run (long tasks: over 50 ms)`,
+    `The Overview at ${sizes.eventsPerSecond.toLocaleString('en-US')} events/s offered, ${sizes.seconds} s a run` +
+      `${sizes.cpuSlowdown > 1 ? `, CPU ${sizes.cpuSlowdown}× slowed down` : ''} (long tasks: over 50 ms)`,
     '| run | long tasks | longest ms | p50 ms | in long tasks, ms | events/s received | fps median |',
     '|---|---|---|---|---|---|---|',
     ...rows,

@@ -309,7 +309,7 @@ async function board(json: boolean, trace: boolean) {
   const say = (line: string) => process.stderr.write(`${line}\n`);
   const sizes = {
     eventsPerSecond: envInt('BENCH_BOARD_EVENTS_PER_S', 4000), seconds: envInt('BENCH_BOARD_SECONDS', 20), runs: envInt('BENCH_BOARD_RUNS', 3), trace,
-    dists: (process.env.BENCH_BOARD_DIST ?? '').split(',').filter(Boolean),
+    variants: process.env.BENCH_BOARD_VARIANTS?.split(',') ?? [], cpuSlowdown: envInt('BENCH_BOARD_CPU_SLOWDOWN', 1),
   };
   say(`Herald board bench: ${os.cpus().length} cores, load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   const { label, runs } = await boardLoadBench(sizes, say);

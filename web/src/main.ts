@@ -4,7 +4,7 @@ import { board } from './lib/store.svelte';
 import './app.css';
 
 const app = mount(App, { target: document.getElementById('app')! });
-// One event stream for the whole tab, opened once; every view reads from `board`.
+// One EventSource for the whole tab, opened once; every view reads from `board`.
 board.start();
 
 export default app;

@@ -1,9 +1,8 @@
 // The board's live store: the one place that owns the stream.
 //
-//   FetchSource (the stream read with fetch, dispatched in slices)
-//               ──► StreamClient (cursor, reconnect with backoff)
-//               ──► RecentIds (drop duplicates)
-//               ──► EventBatcher (one flush per animation frame, at most MAX_PER_FRAME events)
+//   EventSource (or FetchSource) ──► StreamClient (cursor, reconnect with backoff; each message's data kept as is)
+//               ──► EventBatcher (one flush per animation frame, at most MAX_PER_FRAME messages)
+//               ──► parseEvent, RecentIds (drop duplicates)
 //               ──► #applyBatch: live job index → queue counts, rates/latency series,
 //                   recent-events feed, then every view's onBatch listener (jobs table, job
 //                   detail, workers) in the same frame, so Svelte renders once per frame.
@@ -20,15 +19,25 @@ import { FetchSource } from './live/fetch-source';
 import { applyTransitions, LiveIndex, sortQueues, type Transition } from './live/queue-counts';
 import { RateSeries } from './live/rate-series';
 import { RecentIds } from './live/recent-ids';
-import { StreamClient } from './live/stream-client';
+import { parseEvent, StreamClient } from './live/stream-client';
 import { throttle } from './throttle';
 import type { BoardJob, BoardEvent, QueueCounts, StreamState } from './types';
 
 type BatchListener = (batch: BoardEvent[]) => void;
 
 const RECENT = 40;
-/** Events applied per frame at most: a backlog after a stall is spread over frames, not one long task. */
+/** Messages applied per frame at most: a backlog after a stall is spread over frames, not one long task. */
 const MAX_PER_FRAME = 1000;
+
+/**
+ * The stream's reader. A FetchSource keeps a burst of messages from freezing the page (see
+ * fetch-source.ts); EventSource stays the default while the browser tests follow the stream
+ * through Chromium's log of EventSource messages. localStorage herald.streamReader=fetch picks it.
+ */
+function openSource(url: string) {
+  const reader = typeof localStorage === 'undefined' ? null : localStorage.getItem('herald.streamReader');
+  return reader === 'fetch' ? new FetchSource(url) : new EventSource(url);
+}
 
 class BoardStore {
   /** connecting → live → reconnecting → live …; shown in the header. */
@@ -51,7 +60,7 @@ class BoardStore {
   readonly rates = new RateSeries(300);
   #seen = new RecentIds();
   #listeners = new Set<BatchListener>();
-  #batcher = new EventBatcher<BoardEvent>((b) => this.#applyBatch(b), frameScheduler, MAX_PER_FRAME);
+  #batcher = new EventBatcher<unknown>((b) => this.#applyMessages(b), frameScheduler, MAX_PER_FRAME);
   #client: StreamClient | null = null;
   /** When the page began to listen: the rate series before it come from stored history. */
   #openedAt = Date.now();
@@ -69,13 +78,11 @@ class BoardStore {
     if (this.#client) return;
     this.#client = new StreamClient({
       url: '/api/events',
-      createSource: (url) => new FetchSource(url),
+      createSource: openSource,
       getToken: () => auth.token,
       onState: (s) => (this.streamState = s),
-      onEvent: (ev) => {
-        if (!this.#seen.add(ev.eventId)) return;
-        this.#batcher.push(ev);
-      },
+      // Parsed in the frame's flush, not here: a burst of messages is one task of the browser's.
+      onData: (data) => this.#batcher.push(data),
       onOpen: ({ resumed }) => {
         this.refreshQueues();
         // Without a cursor the stream starts at the server's head, so events between a view's
@@ -88,7 +95,7 @@ class BoardStore {
         this.refreshQueues();
         this.resyncs += 1;
       },
-      // A hard failure may be a 401 (the source does not tell us the status): an ordinary call
+      // A hard failure may be a 401 (EventSource cannot tell us the status): an ordinary call
       // will, and its 401 opens the token prompt.
       onHardFailure: () => this.refreshQueues(),
       canConnect: () => !auth.required,
@@ -158,6 +165,15 @@ class BoardStore {
     } catch {
       this.#recentSeeded = false; // a later /api/queues success tries again
     }
+  }
+
+  #applyMessages(messages: unknown[]): void {
+    const batch: BoardEvent[] = [];
+    for (const data of messages) {
+      const ev = parseEvent(data);
+      if (ev && this.#seen.add(ev.eventId)) batch.push(ev);
+    }
+    if (batch.length) this.#applyBatch(batch);
   }
 
   #applyBatch(batch: BoardEvent[]): void {

@@ -19,7 +19,7 @@ const NEW_TASK_MS = 4;
 type Listener = (m: SseMessage) => void;
 
 /** Lets the browser run what waits (input, rendering, timers), then resumes: a task boundary. */
-export function yieldToPage(): Promise<void> {
+function yieldToPage(): Promise<void> {
   return new Promise((resolve) => {
     const ch = new MessageChannel();
     ch.port1.onmessage = () => {

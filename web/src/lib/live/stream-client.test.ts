@@ -2,7 +2,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { BoardEvent } from '../types';
-import { backoffDelay, CLOSED, CONNECTING, StreamClient, streamUrl, type SourceLike } from './stream-client';
+import { backoffDelay, CLOSED, CONNECTING, parseEvent, StreamClient, streamUrl, type SourceLike } from './stream-client';
 
 describe('StreamClient (reconnect cursor)', () => {
   class FakeSource implements SourceLike {
@@ -33,7 +33,7 @@ describe('StreamClient (reconnect cursor)', () => {
     }
   }
 
-  function setup(token: string | null = null) {
+  function setup(token: string | null = null, onData?: (data: unknown) => void) {
     const sources: FakeSource[] = [];
     const timers: { fn: () => void; ms: number }[] = [];
     const states: string[] = [];
@@ -51,6 +51,7 @@ describe('StreamClient (reconnect cursor)', () => {
       getToken: () => token,
       onState: (s) => states.push(s),
       onEvent: (e) => events.push(e),
+      onData,
       onOpen: (i) => opens.push(i),
       onReset: () => resets++,
       canConnect: () => allowed,
@@ -62,6 +63,22 @@ describe('StreamClient (reconnect cursor)', () => {
   }
 
   const payload = (eventId: number) => ({ eventId, jobId: 1, queue: 'q', kind: 'k', type: 'enqueued', status: 'queued', attempt: 0, worker: null, at: 'x', data: {} });
+
+  // Catches onData ignored (every message parsed at once, in the browser's task) and the cursor
+  // not moved when the data is only kept.
+  it('hands each message on unparsed with onData, moving the cursor all the same', () => {
+    const raw: unknown[] = [];
+    const { c, sources, events } = setup(null, (d) => raw.push(d));
+    c.start();
+    sources[0].open();
+    sources[0].emit('c-1', payload(1));
+    sources[0].emit('c-2', payload(2));
+    expect(events).toEqual([]);
+    expect(c.lastId).toBe('c-2');
+    expect(raw.map((d) => parseEvent(d)?.eventId)).toEqual(['1', '2']);
+    expect(parseEvent(JSON.stringify(JSON.stringify(payload(3))))?.eventId).toBe('3'); // encoded twice
+    expect(parseEvent('{not json')).toBeNull();
+  });
 
   it('builds the stream URL with token and cursor', () => {
     expect(streamUrl('/api/events', {})).toBe('/api/events');

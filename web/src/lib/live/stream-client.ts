@@ -1,12 +1,12 @@
-// The stream connection. One source per tab (an EventSource, or the board's FetchSource). An
-// EventSource reconnects by itself (sending Last-Event-ID) while it is CONNECTING; when a source
-// gives up (CLOSED: the server answered with an error status; a FetchSource at any failure), we
-// make a new one with backoff and `?lastEventId=` so nothing is missed.
+// The stream connection. One source per tab (an EventSource, or a FetchSource). An EventSource
+// reconnects by itself (sending Last-Event-ID) while it is CONNECTING; when a source gives up
+// (CLOSED: the server answered with an error status; a FetchSource at any failure), we make a
+// new one with backoff and `?lastEventId=` so nothing is missed.
 import type { BoardEvent, StreamState } from '../types';
 import { normalizeEvent } from './normalize-event';
 
 /** What a source hands its listeners (an EventSource's MessageEvent has both). */
-export interface SourceMessage {
+interface SourceMessage {
   readonly data: unknown;
   readonly lastEventId: string;
 }
@@ -36,12 +36,31 @@ export function backoffDelay(attempt: number, random: () => number = Math.random
   return Math.round(base * (0.5 + random() / 2));
 }
 
+/** A message's data as an event, or null when it is not one. */
+export function parseEvent(data: unknown): BoardEvent | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(String(data));
+    // Tolerate a server that JSON-encodes the already-encoded event (a string of JSON).
+    if (typeof parsed === 'string') parsed = JSON.parse(parsed);
+  } catch {
+    return null;
+  }
+  return normalizeEvent(parsed);
+}
+
 export interface StreamClientOptions {
   url: string;
   createSource: (url: string) => SourceLike;
   getToken: () => string | null;
   onState: (state: StreamState) => void;
-  onEvent: (ev: BoardEvent) => void;
+  onEvent?: (ev: BoardEvent) => void;
+  /**
+   * Instead of onEvent: each message's data as it came, for the caller to parse later with
+   * parseEvent. A browser hands the page every message of a network read in one task, so what
+   * runs per message decides how long that task is when thousands arrive together.
+   */
+  onData?: (data: unknown) => void;
   /** Called on every open. `resumed` is false when no cursor was known: the caller should reload. */
   onOpen?: (info: { first: boolean; resumed: boolean }) => void;
   /** Called on `event: reset`: retention removed events after the cursor, so the caller should reload. */
@@ -122,16 +141,9 @@ export class StreamClient {
     const onMessage = (m: SourceMessage) => {
       if (src !== this.#source) return;
       if (m.lastEventId) this.lastId = m.lastEventId;
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(String(m.data));
-        // Tolerate a server that JSON-encodes the already-encoded event (a string of JSON).
-        if (typeof parsed === 'string') parsed = JSON.parse(parsed);
-      } catch {
-        return;
-      }
-      const ev = normalizeEvent(parsed);
-      if (ev) this.o.onEvent(ev);
+      if (this.o.onData) return this.o.onData(m.data);
+      const ev = parseEvent(m.data);
+      if (ev) this.o.onEvent?.(ev);
     };
     src.addEventListener('job', onMessage);
     src.addEventListener('message', onMessage); // in case a server omits `event: job`
