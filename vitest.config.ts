@@ -22,7 +22,9 @@ const onPostgres = { ...common, globalSetup: ['test/support/global-setup.ts'], p
 
 export default defineConfig({
   test: {
-    maxWorkers: 2,
+    // Three files at once on two cores: most of a file's time waits on spawned processes,
+    // PostgreSQL and Chromium, and with two the cores were about half idle through a run.
+    maxWorkers: 3,
     projects: [
       { test: { ...common, name: 'pure', include: files.pure, pool: 'threads', isolate: false } },
       {
