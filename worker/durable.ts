@@ -24,6 +24,8 @@ export interface DurableDeps {
   logger: Logger;
   /** The run ended to sleep or wait (or was cancelled there): free its slot. */
   suspended(a: ActiveJob): void;
+  /** Its job is due again at this time (epoch ms): a sleep's end, a wait's timeout. */
+  wakeAt?(epochMs: number): void;
 }
 
 const keyOf = (type: string, name: string, occurrence: number) => `${type}\u0000${name}\u0000${occurrence}`;
@@ -171,6 +173,7 @@ export class DurableRun {
         return r.child;
       case 'suspended':
         this.deps.suspended(this.a);
+        if (r.status === 'queued' && s.wait.until) this.deps.wakeAt?.(Date.parse(s.wait.until));
         // The run is over: the handler never goes past this call.
         return new Promise<never>(() => {});
     }

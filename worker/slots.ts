@@ -100,7 +100,7 @@ export interface SlotsOptions {
   /** Buffered jobs `admit` refused, forgotten here: the caller hands them back to the queue. */
   refused(leases: Lease[]): void;
   /** What durable calls write with (absent: handlers cannot make them). */
-  durable?: { service: DurableService; worker: string };
+  durable?: { service: DurableService; worker: string; wakeAt?(epochMs: number): void };
 }
 
 /** After `admit` failed (database unreachable), buffered jobs are tried again this much later. */

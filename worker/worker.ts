@@ -197,7 +197,8 @@ export class Worker {
       parents: (jobId) => this.flows.parents(jobId),
       admit: (jobs) => mayStart(this.work, jobs),
       refused: (leases) => void this.buffer.handBack(leases, 'queue paused or limited, or expireAt passed, while buffered'),
-      durable: { service: new DurableService(this.db), worker: this.id },
+      // A sleep this worker ends is due at a time it knows: claim then, not after a poll finds it.
+      durable: { service: new DurableService(this.db), worker: this.id, wakeAt: (at) => this.claimer.dueAtTime(at) },
     });
     this.held = new HeldQueues(this.work, log, this.queues);
     const pollMs = opts.pollMs ?? DEFAULTS.pollMs;
