@@ -22,7 +22,7 @@ import { Queue } from '../queue/queue.ts';
 import { startWorker } from '../worker/index.ts';
 import { CHROMIUM_OPTIONS, ensureFreshBoard } from '../test/support/board-processes.ts';
 import { summarizeTrace, TRACE_CATEGORIES } from './board-trace.ts';
-import { CONCURRENCY, median } from './peers/harness.ts';
+import { benchDbName, CONCURRENCY, median } from './peers/harness.ts';
 import { benchDatabase, spawnServer } from './server-support.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -162,7 +162,7 @@ async function oneRun(browser: Browser, url: string, pool: pg.Pool, sizes: Board
 export async function boardLoadBench(sizes: BoardLoadSizes, say: (line: string) => void): Promise<{ label: string; runs: BoardLoadRun[] }> {
   const variants = sizes.variants.length ? sizes.variants : [''];
   if (variants.some((v) => !v.split('+')[0])) await ensureFreshBoard();
-  const db = await benchDatabase('herald_bench_board_load');
+  const db = await benchDatabase(benchDbName('board_load'));
   const server = await spawnServer(db.url);
   const pool = createPool(db.url, { max: 2, applicationName: 'herald:bench-producer' });
   const worker = await startWorker({ databaseUrl: db.url, concurrency: CONCURRENCY, tasks: { noop: async () => null } });
