@@ -135,6 +135,27 @@ describe('ctx.step', () => {
       await holder.end();
     }
   });
+
+  it("steps of several runs written in one statement are fenced each on its own: a lost lease's step is refused, the others stored with their events", async () => {
+    // Catches: the fence read once for the whole batch (say, held = whether any row locked), which
+    // would tell the stale run its step was stored.
+    const queue = `d${++queueNo}`;
+    const jobs = await db.queue.enqueueMany([{ kind: 'k', queue }, { kind: 'k', queue }]);
+    const [a, b] = await db.queue.claim({ worker: 'w:batch:1', queues: [queue], limit: 2 });
+    // b's lease is taken over before the write: its step must not land.
+    await db.pool.query(`UPDATE herald.jobs SET status = 'queued', locked_by = NULL, lease_expires_at = NULL, owner_lock = NULL WHERE id = $1`, [b.id]);
+    const held = await new DurableService(db.queue.db).saveSteps('w:batch:1', [
+      { lease: a, name: 'charge', occurrence: 0, json: '"paid"', ms: 2 },
+      { lease: b, name: 'charge', occurrence: 0, json: '"paid twice"', ms: 2 },
+      { lease: a, name: 'ship', occurrence: 0, json: '7', ms: 1 },
+    ]);
+    expect(held).toEqual([true, false, true]);
+    expect((await db.queue.steps(a.id)).map((st) => [st.name, st.result])).toEqual([['charge', 'paid'], ['ship', 7]]);
+    expect(await db.queue.steps(b.id)).toEqual([]);
+    expect((await types(a.id)).filter((t) => t === 'step')).toHaveLength(2);
+    expect(await types(b.id)).not.toContain('step');
+    expect(jobs).toHaveLength(2);
+  });
 });
 
 describe('ctx.sleep', () => {

@@ -13,6 +13,7 @@ import type { ChildEnd, DurableService, RecordRow, SignalValue, Suspension } fro
 import type { EnqueueInput } from '../queue/services/insert.ts';
 import { InvokedJobError, LeaseLostError } from './errors.ts';
 import type { ActiveJob } from './slots.ts';
+import type { StepWriter } from './step-writer.ts';
 import { inStep } from './tracing.ts';
 
 /** What ctx.invoke takes besides kind and payload: an enqueue body's options. */
@@ -21,6 +22,8 @@ export type InvokeOptions = Omit<EnqueueInput, 'kind' | 'payload' | 'runAt' | 'i
 export interface DurableDeps {
   service: DurableService;
   worker: string;
+  /** Where a new step's result is written (with the steps other runs finish meanwhile). */
+  steps: StepWriter;
   logger: Logger;
   /** The run ended to sleep or wait (or was cancelled there): free its slot. */
   suspended(a: ActiveJob): void;
@@ -70,7 +73,7 @@ export class DurableRun {
       }
       this.live();
       const { lease } = this.a;
-      if (!(await this.deps.service.saveStep(this.deps.worker, lease, name, occurrence, json, performance.now() - t0))) {
+      if (!(await this.deps.steps.save({ lease, name, occurrence, json, ms: performance.now() - t0 }))) {
         throw this.lost();
       }
       // What a replay will return, so that this run sees the same (a Date becomes its ISO string).

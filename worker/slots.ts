@@ -45,6 +45,7 @@ import type { Task } from './tasks.ts';
 import type { Parent } from '../queue/services/flows.ts';
 import type { DurableService } from '../queue/services/durable.ts';
 import type { DurableRun } from './durable.ts';
+import type { StepWriter } from './step-writer.ts';
 import { UnrecoverableError } from './errors.ts';
 
 export interface ActiveJob {
@@ -100,7 +101,7 @@ export interface SlotsOptions {
   /** Buffered jobs `admit` refused, forgotten here: the caller hands them back to the queue. */
   refused(leases: Lease[]): void;
   /** What durable calls write with (absent: handlers cannot make them). */
-  durable?: { service: DurableService; worker: string; wakeAt?(epochMs: number): void };
+  durable?: { service: DurableService; worker: string; steps: StepWriter; wakeAt?(epochMs: number): void };
 }
 
 /** After `admit` failed (database unreachable), buffered jobs are tried again this much later. */

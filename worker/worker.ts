@@ -38,6 +38,7 @@ import { Registry } from './registry.ts';
 import { Scheduler } from './scheduler.ts';
 import { aheadHorizon } from './pace.ts';
 import { Slots, type ActiveJob } from './slots.ts';
+import { StepWriter } from './step-writer.ts';
 import { loadTasks, type Task } from './tasks.ts';
 
 export interface WorkerOptions {
@@ -176,6 +177,7 @@ export class Worker {
       settled: (lease) => this.slots.settled(lease),
     });
     const maxClaim = opts.maxClaim ?? DEFAULTS.maxClaim;
+    const durable = new DurableService(this.db);
     const aheadMs = opts.claimAheadMs ?? DEFAULTS.claimAheadMs;
     const maxAhead = Math.max(0, maxClaim - opts.concurrency);
     this.slots = new Slots({
@@ -198,7 +200,7 @@ export class Worker {
       admit: (jobs) => mayStart(this.work, jobs),
       refused: (leases) => void this.buffer.handBack(leases, 'queue paused or limited, or expireAt passed, while buffered'),
       // A sleep this worker ends is due at a time it knows: claim then, not after a poll finds it.
-      durable: { service: new DurableService(this.db), worker: this.id, wakeAt: (at) => this.claimer.dueAtTime(at) },
+      durable: { service: durable, worker: this.id, steps: new StepWriter(durable, this.id), wakeAt: (at) => this.claimer.dueAtTime(at) },
     });
     this.held = new HeldQueues(this.work, log, this.queues);
     const pollMs = opts.pollMs ?? DEFAULTS.pollMs;

@@ -5,7 +5,7 @@ import { WAIT_FOREVER_MS } from '../defaults.ts';
 import type { JobWait } from '../schema/index.ts';
 import type { Actor } from '../schema/index.ts';
 import {
-  insertInvoked, listSteps, waitingCounts, loadRecords, lockForSignal, lockHeld, readChild, readSignal, saveRecord, saveStep,
+  insertInvoked, listSteps, waitingCounts, loadRecords, lockForSignal, lockHeld, readChild, readSignal, saveRecord, saveSteps,
   sendSignal, suspendJob, timeOutSignal, type RecordRow,
 } from '../sql/durable.ts';
 import type { JobStatus } from '../schema/index.ts';
@@ -25,6 +25,15 @@ export interface Step {
   finishedAt: string;
   ms: number;
   result: unknown;
+}
+
+/** A finished step to store: its run's lease, its name and occurrence, its result's JSON, its duration. */
+export interface StepWrite {
+  lease: Lease;
+  name: string;
+  occurrence: number;
+  json: string;
+  ms: number;
 }
 
 /** A signal as a run finds it: its payload, or a wait that timed out. */
@@ -68,8 +77,16 @@ export class DurableService {
 
   /** Stores a step's result (JSON text); false: the lease is lost and nothing was stored. */
   async saveStep(worker: string, lease: Lease, name: string, occurrence: number, json: string, ms: number): Promise<boolean> {
-    const { rows } = await this.db.run(saveStep, [lease.id, lease.attempt, worker, name, occurrence, json, ms]);
-    return rows[0].held > 0;
+    return (await this.saveSteps(worker, [{ lease, name, occurrence, json, ms }]))[0];
+  }
+
+  /** Stores finished steps of `worker`'s runs in one statement; for each, whether its lease still held. */
+  async saveSteps(worker: string, steps: readonly StepWrite[]): Promise<boolean[]> {
+    const { rows } = await this.db.run(saveSteps, [
+      steps.map((s) => s.lease.id), steps.map((s) => s.lease.attempt), worker, steps.map((s) => s.name),
+      steps.map((s) => s.occurrence), steps.map((s) => s.json), steps.map((s) => s.ms),
+    ]);
+    return rows.map((r) => r.held);
   }
 
   /**

@@ -36,31 +36,42 @@ SELECT 'signal', name, 0, jsonb_build_object('payload', payload, 'timedOut', tim
 );
 
 /**
- * Stores a finished step and its `step` event, in one statement. `held` 0: the lease is lost,
- * nothing was written. `stored` 0 with `held` 1: the same step was stored before.
+ * Stores finished steps of one worker's runs, each with its `step` event, in one statement: the
+ * steps that concurrent runs finish while a write is in flight share the next one (and its
+ * commit). Each step is fenced on its own: `held` false, its lease is lost and nothing of it was
+ * written; a step stored before is kept as it was. The jobs are locked in id order, as every
+ * statement that locks several does, so two of them cannot deadlock.
  */
-export const saveStep = statement<
-  [id: string, attempt: number, worker: string, name: string, occurrence: number, result: string, ms: number],
-  { held: number; stored: number }
+export const saveSteps = statement<
+  [ids: string[], attempts: number[], worker: string, names: string[], occurrences: number[], results: string[], ms: number[]],
+  { held: boolean }
 >(
-  'durable_step',
+  'durable_save_steps',
   `
-WITH h AS (
-  SELECT j.id, j.queue, j.kind, j.flow_id FROM herald.jobs j WHERE ${HELD} FOR SHARE
+WITH i AS (
+  SELECT * FROM unnest($1::bigint[], $2::int[], $4::text[], $5::int[], $6::text[], $7::float8[])
+    WITH ORDINALITY AS i(id, attempt, name, occurrence, result, ms, n)
+),
+h AS (
+  SELECT i.*, j.queue, j.kind, j.flow_id
+  FROM i JOIN herald.jobs j ON j.id = i.id AND j.attempt = i.attempt AND j.locked_by = $3
+  ORDER BY j.id
+  FOR SHARE OF j
 ),
 s AS (
   INSERT INTO herald.job_steps (job_id, type, name, occurrence, attempt, result, started_at)
-  SELECT h.id, 'step', $4, $5, $2, $6::jsonb, now() - make_interval(secs => $7::float8 / 1000) FROM h
+  SELECT h.id, 'step', h.name, h.occurrence, h.attempt, h.result::jsonb, now() - make_interval(secs => h.ms / 1000) FROM h
   ON CONFLICT DO NOTHING
-  RETURNING job_id
+  RETURNING job_id, name, occurrence
 ),
 e AS (
   INSERT INTO herald.job_events (job_id, queue, kind, type, status, attempt, worker, data, flow_id)
-  SELECT h.id, h.queue, h.kind, 'step', 'running', $2, $3,
-         jsonb_build_object('name', $4::text, 'occurrence', $5::int, 'ms', round($7::float8)), h.flow_id
-  FROM h JOIN s ON s.job_id = h.id
+  SELECT h.id, h.queue, h.kind, 'step', 'running', h.attempt, $3,
+         jsonb_build_object('name', h.name, 'occurrence', h.occurrence, 'ms', round(h.ms)), h.flow_id
+  FROM h JOIN s ON s.job_id = h.id AND s.name = h.name AND s.occurrence = h.occurrence
+  ORDER BY h.n
 )
-SELECT (SELECT count(*) FROM h)::int AS held, (SELECT count(*) FROM s)::int AS stored`,
+SELECT EXISTS (SELECT 1 FROM h WHERE h.n = i.n) AS held FROM i ORDER BY i.n`,
 );
 
 /**
