@@ -5,7 +5,7 @@
 // job enqueued and printed.
 import fs from 'node:fs';
 import { pino, type Logger } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CommanderError } from 'commander';
 import { heraldProgram } from '../bin/program.ts';
 import type { Life } from '../bin/process-life.ts';
@@ -108,6 +108,29 @@ describe('help and version', () => {
 describe('herald worker', () => {
   it('refuses --watch without --tasks, before it starts anything', async () => {
     expect((await parse(['worker', '--watch'])).error?.message).toBe('--watch needs --tasks DIR: the directory to watch');
+  });
+});
+
+describe('herald signal', () => {
+  // In-process, on the test database. Mutation caught: the action passing no payload to
+  // Queue.signal (the stored value, what ctx.waitFor returns, would be null).
+  it('stores the signal for the job and prints it; refuses a second one, a bad name and a payload that is not JSON', async () => {
+    const { job } = await db.queue.enqueue({ kind: 'waiter', queue: 'signals' });
+    const printed: string[] = [];
+    const stdout = vi.spyOn(process.stdout, 'write').mockImplementation((s) => (printed.push(String(s)), true));
+    try {
+      expect((await parse(['signal', job.id, 'approve', '{"approved":true}'])).error).toBeUndefined();
+    } finally {
+      stdout.mockRestore();
+    }
+    expect(printed.join('')).toBe(`${JSON.stringify({ jobId: job.id, name: 'approve', woken: false })}\n`);
+    const stored = async () => (await db.pool.query(`SELECT name, payload FROM herald.job_signals WHERE job_id = $1`, [job.id])).rows;
+    expect(await stored()).toEqual([{ name: 'approve', payload: { approved: true } }]);
+    expect((await parse(['signal', job.id, 'approve', '{}'])).error?.message).toBe(`job ${job.id} already holds a signal "approve"; a job takes one value per name`);
+    expect((await parse(['signal', job.id, 'no spaces'])).error?.message).toContain('a signal name is');
+    expect((await parse(['signal', job.id, 'other', '{nope'])).error?.message).toContain('the payload is not JSON');
+    expect(await stored()).toEqual([{ name: 'approve', payload: { approved: true } }]);
+    await db.pool.query(`DELETE FROM herald.jobs WHERE queue = 'signals'`); // the other tests expect none
   });
 });
 

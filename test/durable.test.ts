@@ -390,6 +390,31 @@ describe('ctx.invoke', () => {
     });
   });
 
+  it("an invoked child joins its parent's flow: the flow lists it, and is not succeeded until it ends", async () => {
+    // Catches: insertInvoked writing NULL for the child's flow_id instead of the parent's.
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let started!: () => void;
+    const childStarted = new Promise<void>((r) => (started = r));
+    const parent = async (_p: unknown, ctx: TaskContext) => ctx.invoke<string>('ship', {});
+    const ship = async () => {
+      started();
+      await released;
+      return 'shipped';
+    };
+    await withWorker({ tasks: { parent, ship }, concurrency: 2 }, async (_w, queue) => {
+      const { flow, jobs } = await db.queue.createFlow('order 7', [{ ref: 'order', job: { kind: 'parent', queue } }]);
+      await childStarted;
+      const running = (await db.queue.flow(flow.id))!;
+      const child = running.jobs.find((j) => j.invokedBy === jobs[0].id);
+      expect(child).toMatchObject({ kind: 'ship', status: 'running', flowId: flow.id });
+      expect(running.flow.status).toBe('running');
+      release();
+      expect(await ended(jobs[0].id)).toMatchObject({ status: 'succeeded', result: 'shipped' });
+      await waitFor(async () => (await db.queue.flow(flow.id))!.flow.status === 'succeeded', { what: 'the flow to succeed' });
+    });
+  });
+
   it('throws in the parent when the child fails', async () => {
     const parent = async (_p: unknown, ctx: TaskContext) => {
       try {

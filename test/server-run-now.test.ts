@@ -2,6 +2,7 @@
 // waits out its backoff or its runAt due at once, with a `promoted` event signed by the caller
 // (on the job's timeline and on the stream). Every other job is a 409 that changes nothing.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { HeraldClient } from '../client/index.ts';
 import { Queue } from '../queue/queue.ts';
 import { openStream, testServer, TOKEN_SPEC, TOKENS, type TestServer } from './server-support.ts';
 import { waitFor } from './support/wait.ts';
@@ -57,6 +58,16 @@ describe('POST /api/jobs/:id/run-now', () => {
 
     const [claimed] = await s.queue.claim({ worker: W, queues: ['runnow'], limit: 1 });
     expect(claimed).toMatchObject({ id: job.id, attempt: 1 });
+  });
+
+  // Mutation caught: client.runNow posting to /api/jobs/:id/retry (the scheduled job's 409).
+  it('the client runs a job now, and a job that is not waiting is its 409 with the code', async () => {
+    const client = new HeraldClient({ baseUrl: s.url, token: 'alice-token-000001' });
+    const job = await enqueue({ kind: 'report', queue: 'runnow', runAt: HOUR_AHEAD() });
+    expect(await client.runNow(job.id)).toMatchObject({ id: job.id, status: 'queued' });
+    expect(await types(job.id)).toEqual(['enqueued', 'promoted']);
+    await expect(client.runNow(job.id)).rejects.toMatchObject({ name: 'HeraldApiError', statusCode: 409, code: 'HERALD_JOB_NOT_SCHEDULED' });
+    expect(await types(job.id)).toEqual(['enqueued', 'promoted']);
   });
 
   it('a job waiting out its backoff runs now, its attempts as they were', async () => {

@@ -1,6 +1,6 @@
 // Unit tests for the flow page's folding of wide fan-outs (graph.ts): no browser, no server.
 import { describe, expect, it } from 'vitest';
-import { drawnSummary, FAN_OUT_THRESHOLD, shapeKey, statusBreakdown, visibleGraph, type FlowJobShape } from './graph';
+import { drawnSummary, FAN_OUT_THRESHOLD, shapeKey, statusBreakdown, visibleGraph, withInvokeEdges, type FlowJobShape } from './graph';
 
 /** A root, `width` jobs of `kind` that wait for it, and a merge that waits for them all. */
 function fan(width: number, kind = 'resize') {
@@ -102,5 +102,19 @@ describe('statusBreakdown and shapeKey', () => {
     expect(shapeKey([...jobs].reverse(), [...edges].reverse())).toBe(key);
     expect(shapeKey(jobs, edges.slice(1))).not.toBe(key);
     expect(shapeKey([...jobs, { id: '99', ref: null, kind: 'k' }], edges)).not.toBe(key);
+  });
+});
+
+describe('withInvokeEdges', () => {
+  // Mutation caught: the filter without `ids.has(j.invokedBy)` (an edge to a job the flow does not list).
+  it('adds an edge from the job that invoked a child to the child, and none from a job outside the flow', () => {
+    const jobs = [
+      { id: '1', invokedBy: null },
+      { id: '2', invokedBy: null },
+      { id: '3', invokedBy: '2' },
+      { id: '4', invokedBy: '77' },
+    ];
+    expect(withInvokeEdges(jobs, [['1', '2']])).toEqual([['1', '2'], ['2', '3']]);
+    expect(withInvokeEdges(jobs.slice(0, 2), [['1', '2']])).toEqual([['1', '2']]);
   });
 });

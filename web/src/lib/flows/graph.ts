@@ -114,6 +114,19 @@ export function statusBreakdown(members: readonly { id: string }[], statusOf: (i
   });
 }
 
+/**
+ * The flow's edges and, for a job a durable handler invoked (ctx.invoke), one from the job that
+ * invoked it: the child is part of the flow's work, drawn where it came from.
+ */
+export function withInvokeEdges(
+  jobs: readonly { id: string; invokedBy: string | null }[],
+  edges: readonly (readonly [string, string])[],
+): [string, string][] {
+  const ids = new Set(jobs.map((j) => j.id));
+  const invoked = jobs.filter((j) => j.invokedBy !== null && ids.has(j.invokedBy)).map((j): [string, string] => [j.invokedBy!, j.id]);
+  return [...edges.map(([p, c]): [string, string] => [p, c]), ...invoked];
+}
+
 /** A key for a flow's shape (its jobs and edges, not their statuses): an equal key needs no new layout. */
 export function shapeKey(jobs: readonly FlowJobShape[], edges: readonly (readonly [string, string])[]): string {
   const ids = jobs.map((j) => `${j.id}:${j.kind}`).sort();
