@@ -34,6 +34,27 @@ describe('Batcher', () => {
     expect(most).toBe(1);
   });
 
+  // Mutation caught: schedule() without `|| this.opts.delayMs === 0` (a lone item would wait for a timer).
+  it('with a delay of 0 flushes a lone item at once, and batches only what arrives during a flush', async () => {
+    const batches: number[][] = [];
+    let release!: () => void;
+    const b = new Batcher<number>({
+      name: 't', maxSize: 100, delayMs: 0, logger,
+      flush: async (items) => {
+        batches.push(items);
+        if (batches.length === 1) await new Promise<void>((r) => (release = r));
+      },
+    });
+    b.add(0);
+    expect(batches).toEqual([[0]]); // at once: no timer
+    b.add(1);
+    b.add(2);
+    expect(batches).toEqual([[0]]); // one flush at a time
+    release();
+    await b.drain();
+    expect(batches).toEqual([[0], [1, 2]]);
+  });
+
   it('retries a failed flush with the same items', async () => {
     const seen: number[][] = [];
     let fails = 2;

@@ -1,5 +1,6 @@
 // Collects items and hands them to `flush` in batches: after `delayMs`, or at once when
-// `maxSize` are waiting. One flush in flight at a time; whatever arrives meanwhile forms the
+// `maxSize` are waiting (or always at once with a delay of 0: then a lone item waits for nothing,
+// and only what arrives during a flush is batched). One flush in flight at a time; whatever arrives meanwhile forms the
 // next batch, so batches grow by themselves under load. A flush that throws is retried with
 // backoff (the database may be restarting); items are never dropped while the worker runs.
 import type { Logger } from '../queue/log.ts';
@@ -32,7 +33,11 @@ export class Batcher<T> {
   add(item: T): void {
     this.items.push(item);
     if (this.inFlight) return; // the flush in flight schedules the next one
-    if (this.items.length >= this.opts.maxSize) this.kick();
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.items.length >= this.opts.maxSize || this.opts.delayMs === 0) this.kick();
     else this.timer ??= setTimeout(() => this.kick(), this.opts.delayMs);
   }
 
@@ -43,8 +48,8 @@ export class Batcher<T> {
     const batch = this.items.splice(0, this.opts.maxSize);
     this.inFlight = this.run(batch).finally(() => {
       this.inFlight = undefined;
-      if (this.items.length >= this.opts.maxSize || this.drainingSince !== null) this.kick();
-      else if (this.items.length > 0) this.timer ??= setTimeout(() => this.kick(), this.opts.delayMs);
+      if (this.drainingSince !== null) this.kick();
+      else if (this.items.length > 0) this.schedule();
     });
   }
 

@@ -200,7 +200,7 @@ export class Worker {
       admit: (jobs) => mayStart(this.work, jobs),
       refused: (leases) => void this.buffer.handBack(leases, 'queue paused or limited, or expireAt passed, while buffered'),
       // A sleep this worker ends is due at a time it knows: claim then, not after a poll finds it.
-      durable: { service: durable, worker: this.id, steps: new StepWriter(durable, this.id), wakeAt: (at) => this.claimer.dueAtTime(at) },
+      durable: { service: durable, worker: this.id, steps: new StepWriter(durable, this.id, log), wakeAt: (at) => this.claimer.dueAtTime(at) },
     });
     this.held = new HeldQueues(this.work, log, this.queues);
     const pollMs = opts.pollMs ?? DEFAULTS.pollMs;
