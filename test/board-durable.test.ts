@@ -101,6 +101,20 @@ describe('a durable job on the board', () => {
     const tab = await openTab(server.url, `#/jobs/${long.id}`);
     const { page } = tab;
     await page.waitForSelector(`${tid('job-steps')}[data-count="55"]`);
+    // The page re-reads a queued job every few seconds, each time as a new object: its steps must
+    // not blank and load again. Two re-reads go out while an observer watches the list. Catches:
+    // the steps' reset keyed on the job object (`const id = job.id`) instead of its id.
+    await page.evaluate(() => {
+      const w = window as unknown as { stepsBlanked: boolean };
+      w.stepsBlanked = false;
+      new MutationObserver(() => {
+        if (document.querySelector('[data-testid="job-steps"]')?.getAttribute('data-count') !== '55') w.stepsBlanked = true;
+      }).observe(document.body, { subtree: true, childList: true, attributes: true });
+    });
+    const jobRead = (r: { url(): string }) => r.url().endsWith(`/api/jobs/${long.id}`);
+    await page.waitForRequest(jobRead);
+    await page.waitForRequest(jobRead);
+    expect(await page.evaluate(() => (window as unknown as { stepsBlanked: boolean }).stepsBlanked)).toBe(false);
     expect(await page.$$eval(tid('job-step'), (els) => els.length)).toBe(50);
     expect(await page.textContent(tid('steps-unfold'))).toBe('Show 5 earlier steps');
     await page.click(tid('steps-unfold'));
