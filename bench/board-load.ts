@@ -6,10 +6,11 @@
 // Sizes: BENCH_BOARD_EVENTS_PER_S (4000), BENCH_BOARD_SECONDS (20), BENCH_BOARD_RUNS (3).
 // BENCH_BOARD_CPU_SLOWDOWN (1): Chromium's CPU throttling (DevTools' "4× slowdown"), for a slower
 // machine than this one, or a busier one, without depending on what else happens to run.
-// BENCH_BOARD_VARIANTS=a,b,…: the runs alternate between variants of the page, each `[dir][+fetch]`:
+// BENCH_BOARD_VARIANTS=a,b,…: the runs alternate between variants of the page, each `[dir][+reader]`:
 // the page's files from the build in dir instead of web/dist (the API is the server's), and
-// +fetch for the stream read by FetchSource rather than EventSource (localStorage
-// herald.streamReader). Before and after a change, under the same noise: `/tmp/old-build,,+fetch`.
+// +eventsource for the stream read by the browser's EventSource rather than the board's
+// FetchSource (localStorage herald.streamReader). Before and after a change, under the same
+// noise: `/tmp/old-build,,+eventsource`.
 // `--trace` saves each run's Chromium trace (JS samples included) to $TMPDIR/herald-board-load-<run>.json, for
 // DevTools' Performance panel, and prints the functions with the most self time inside long tasks.
 import fs from 'node:fs';
@@ -116,7 +117,7 @@ async function oneRun(browser: Browser, url: string, pool: pg.Pool, sizes: Board
   try {
     await page.addInitScript(PAGE_PROBE);
     const [dist, reader] = variant.split('+');
-    if (reader === 'fetch') await page.addInitScript(`localStorage.setItem('herald.streamReader', 'fetch')`);
+    if (reader) await page.addInitScript(`localStorage.setItem('herald.streamReader', ${JSON.stringify(reader)})`);
     if (dist) await serveBoardFrom(page, url, dist);
     if (sizes.cpuSlowdown > 1) {
       const cdp = await page.context().newCDPSession(page);

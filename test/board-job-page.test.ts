@@ -63,9 +63,11 @@ describe('the board in Chromium', () => {
   // job page shows no bar before its read; the table, busy while it reads, already shows one).
   type Late = { first: string; shown?: string; then: string; isRead: (url: URL) => boolean; settled?: string; bar: string };
   const lateReply = async (job: { id: string }, gate: Gate, late: Late) => {
-    const tab = await openTab(server.url, late.first);
+    let streamed!: Awaited<ReturnType<typeof streamLog>>;
+    const tab = await openTab(server.url, late.first, undefined, async (p) => {
+      streamed = await streamLog(p);
+    });
     const { page } = tab;
-    const streamed = await streamLog(page);
     await streamState(page, 'live');
     if (late.shown) await page.waitForSelector(late.shown);
     const held = await holdReplies(page, late.isRead);

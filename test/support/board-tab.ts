@@ -9,6 +9,7 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import { callApi, sharedBoardStack, startBoardStack, watchPage, type BoardStack, type OwnBoardStack } from './board.ts';
 import { GATED_TASKS_DIR, Gates } from './gates.ts';
 import { waitFor } from './wait.ts';
+import { SseParser } from '../../web/src/lib/live/sse-parser.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ARTIFACTS = path.join(ROOT, 'test-artifacts');
@@ -79,7 +80,7 @@ export interface Tab {
 
 /** Opens a page of the board at `url`/`hash` in the browser `browser()` gives: in a context of its own unless one is given. */
 export function tabOpener(browser: () => Browser) {
-  return async function openTab(url: string, hash = '#/', context?: BrowserContext): Promise<Tab> {
+  return async function openTab(url: string, hash = '#/', context?: BrowserContext, beforeLoad?: (page: Page) => Promise<void>): Promise<Tab> {
     const ctx = context ?? (await browser().newContext({ viewport: { width: 1280, height: 800 } }));
     ctx.setDefaultTimeout(20_000);
     const page = await ctx.newPage();
@@ -100,6 +101,7 @@ export function tabOpener(browser: () => Browser) {
       void d.dismiss();
     });
     page.on('load', () => (tab.loads += 1));
+    await beforeLoad?.(page);
     await page.goto(`${url}/${hash}`);
     return tab;
   };
@@ -144,14 +146,35 @@ export function expectCleanTab(tab: Tab) {
   expect(tab.dialogs, 'dialogs opened by the page').toEqual([]);
 }
 
-/** The event ids this page's EventSource has received, from Chromium's own network log. */
+/**
+ * The event ids this page's stream (GET /api/events) has received, from Chromium's own network
+ * log: the bytes of each stream response as they arrive (Network.streamResourceContent), or an
+ * EventSource's messages. Start it before the page loads (openTab's `beforeLoad`): a response
+ * already under way when the log starts is not followed.
+ */
 export async function streamLog(page: Page): Promise<{ ids: Set<string>; stop(): Promise<void> }> {
   const ids = new Set<string>();
-  const cdp = await page.context().newCDPSession(page);
-  cdp.on('Network.eventSourceMessageReceived', ({ data }) => {
-    const e = data ? (JSON.parse(data) as { eventId?: string | number; id?: string | number }) : {};
+  const note = (data: string) => {
+    if (!data) return;
+    const e = JSON.parse(data) as { eventId?: string | number; id?: string | number };
     ids.add(String(e.eventId ?? e.id));
+  };
+  const cdp = await page.context().newCDPSession(page);
+  const streams = new Map<string, SseParser>();
+  const take = (requestId: string, base64: string | undefined) => {
+    const parser = streams.get(requestId);
+    if (parser && base64) for (const m of parser.push(Buffer.from(base64, 'base64').toString('utf8'))) note(m.data);
+  };
+  cdp.on('Network.responseReceived', ({ requestId, type, response }) => {
+    if (type !== 'Fetch' || new URL(response.url).pathname !== '/api/events' || !response.mimeType.startsWith('text/event-stream')) return;
+    streams.set(requestId, new SseParser());
+    cdp.send('Network.streamResourceContent', { requestId }).then(
+      ({ bufferedData }) => take(requestId, bufferedData),
+      () => streams.delete(requestId), // it ended before it could be followed
+    );
   });
+  cdp.on('Network.dataReceived', ({ requestId, data }) => take(requestId, data));
+  cdp.on('Network.eventSourceMessageReceived', ({ data }) => note(data));
   await cdp.send('Network.enable');
   return { ids, stop: () => cdp.detach() };
 }

@@ -30,13 +30,14 @@ const RECENT = 40;
 const MAX_PER_FRAME = 1000;
 
 /**
- * The stream's reader. A FetchSource keeps a burst of messages from freezing the page (see
- * fetch-source.ts); EventSource stays the default while the browser tests follow the stream
- * through Chromium's log of EventSource messages. localStorage herald.streamReader=fetch picks it.
+ * The stream's reader: a FetchSource, which hands a burst of messages to the page a slice at a
+ * time, where an EventSource dispatches a whole network read in one task and freezes the page
+ * (see fetch-source.ts). localStorage herald.streamReader=eventsource picks the browser's own, to
+ * compare the two (npm run bench -- --board).
  */
 function openSource(url: string) {
   const reader = typeof localStorage === 'undefined' ? null : localStorage.getItem('herald.streamReader');
-  return reader === 'fetch' ? new FetchSource(url) : new EventSource(url);
+  return reader === 'eventsource' ? new EventSource(url) : new FetchSource(url);
 }
 
 class BoardStore {
