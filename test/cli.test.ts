@@ -157,6 +157,45 @@ describe('herald enqueue', () => {
     await noJobs();
   });
 
+  // In-process, on the test database. Mutation caught: program.ts's --depends-on without its
+  // `items` parser (the ids then reach the schema as one string and the enqueue is refused).
+  it('--depends-on enqueues the job blocked on exactly those parents, until both have ended', async () => {
+    const queue = 'cli-depends';
+    const enqueue = async (args: string[]) => {
+      const printed: string[] = [];
+      const stdout = vi.spyOn(process.stdout, 'write').mockImplementation((s) => (printed.push(String(s)), true));
+      try {
+        expect((await parse(['enqueue', ...args, '--queue', queue])).error).toBeUndefined();
+      } finally {
+        stdout.mockRestore();
+      }
+      return JSON.parse(printed.join('')) as { id: string; status: string; dependsOn: string[] };
+    };
+    try {
+      const p1 = await enqueue(['cli-parent', '{"n":1}']);
+      await enqueue(['cli-parent', '{"n":2}', '--run-at', '2099-01-01T00:00:00Z']); // not a parent
+      const p2 = await enqueue(['cli-parent', '{"n":3}']);
+      const child = await enqueue(['cli-child', '{}', '--depends-on', `${p1.id},${p2.id}`]);
+      expect(child).toMatchObject({ status: 'blocked', dependsOn: [p1.id, p2.id] });
+      const edges = await db.pool.query(`SELECT parent::text FROM herald.job_edges WHERE child = $1 ORDER BY pos`, [child.id]);
+      expect(edges.rows).toEqual([{ parent: p1.id }, { parent: p2.id }]);
+      expect((await db.queue.parents(child.id)).map((p) => p.id)).toEqual([p1.id, p2.id]);
+      expect((await db.queue.get(child.id))?.status).toBe('blocked');
+
+      // It waits for both: one parent done leaves it blocked, the second queues it.
+      const finish = async () => {
+        const [job] = await db.queue.claim({ worker: 'cli-test', kinds: ['cli-parent'], limit: 1 });
+        await db.queue.complete('cli-test', [{ id: job.id, attempt: job.attempt, result: null }]);
+      };
+      await finish();
+      expect((await db.queue.get(child.id))?.status).toBe('blocked');
+      await finish();
+      expect((await db.queue.get(child.id))?.status).toBe('queued');
+    } finally {
+      await db.pool.query(`DELETE FROM herald.jobs WHERE queue = $1`, [queue]); // the other tests expect none
+    }
+  });
+
   it('refuses a bad kind and a payload that is not JSON', async () => {
     expect((await parse(['enqueue', 'bad kind'])).error?.message).toContain('kind must be 1-128 characters');
     expect((await parse(['enqueue', 'echo', '{nope'])).error?.message).toContain('payload is not valid JSON');
