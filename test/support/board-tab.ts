@@ -155,9 +155,12 @@ export function expectCleanTab(tab: Tab) {
 export async function streamLog(page: Page): Promise<{ ids: Set<string>; stop(): Promise<void> }> {
   const ids = new Set<string>();
   const note = (data: string) => {
-    if (!data) return;
-    const e = JSON.parse(data) as { eventId?: string | number; id?: string | number };
-    ids.add(String(e.eventId ?? e.id));
+    try {
+      const e = JSON.parse(data) as { eventId?: string | number; id?: string | number };
+      ids.add(String(e.eventId ?? e.id));
+    } catch {
+      // not an event (a piece out of order would show as an id missing, which the caller waits for)
+    }
   };
   const cdp = await page.context().newCDPSession(page);
   const streams = new Map<string, SseParser>();
