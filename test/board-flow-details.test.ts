@@ -1,6 +1,5 @@
-// The smaller parts of the board's workflow views, in headless Chromium against a board stack of
-// this file's own (a real `herald server` and a real `herald worker`; the shared stack's flows are
-// test/board-flows.test.ts's, whose Flows list must start empty), each test in queues of its own:
+// The smaller parts of the board's workflow views, in headless Chromium against the run's shared
+// board stack (a real `herald server` and a real `herald worker`), each test in queues of its own:
 // the jobs list of one flow with its ref column (each job of a fan-out shows its own ref), the
 // timeline sentence of a job cancelled because a parent did not succeed (which parent, and why),
 // a queue page's blocked count (jobs waiting on unfinished parents) against the real number, and
@@ -20,7 +19,7 @@ let gates: Gates;
 const { call } = boardApi(() => server.url);
 const openTab = tabOpener(() => browser);
 
-useGatedBoard('own', (stack, gated) => {
+useGatedBoard('shared', (stack, gated) => {
   gates = gated;
   ({ browser } = stack);
   [server] = stack.servers;
