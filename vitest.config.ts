@@ -36,7 +36,16 @@ export default defineConfig({
           include: process.env.DATABASE_URL ? files.db.filter((f) => !ownClusterOnly(f)) : files.db,
         },
       },
-      { test: { ...onPostgres, name: 'node', include: files.node } },
+      {
+        test: {
+          ...onPostgres,
+          name: 'node',
+          include: files.node,
+          // A node test is a chain of spawned workers and servers (each a tsx start of seconds on a
+          // loaded 2-core machine): task-files and worker-blip outgrew a minute under load 12.
+          testTimeout: 120_000,
+        },
+      },
       {
         test: {
           ...onPostgres,
