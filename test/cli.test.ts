@@ -34,8 +34,9 @@ function testLife(): Life {
 }
 
 /**
- * `herald ARGS` parsed in-process, on the test database: what it printed, and how it ended
- * (commander's exit for --help and --version, or the refusal the command threw).
+ * `herald ARGS` parsed in-process, on the test database: what it printed (commander's help and
+ * errors, and what the command wrote to stdout), and how it ended (commander's exit for --help and
+ * --version, or the refusal the command threw).
  */
 async function parse(args: string[], logger: Logger = pino({ level: 'silent' })): Promise<{ out: string; error?: Error & Partial<CommanderError> }> {
   let out = '';
@@ -44,12 +45,14 @@ async function parse(args: string[], logger: Logger = pino({ level: 'silent' }))
   for (const command of [program, ...program.commands]) {
     command.exitOverride().configureOutput({ writeOut: (s) => void (out += s), writeErr: (s) => void (out += s) });
   }
+  const stdout = vi.spyOn(process.stdout, 'write').mockImplementation((s) => ((out += String(s)), true));
   try {
     await program.parseAsync(args, { from: 'user' });
     return { out };
   } catch (error) {
     return { out, error: error as Error };
   } finally {
+    stdout.mockRestore();
     await life.stop();
   }
 }
@@ -116,14 +119,9 @@ describe('herald signal', () => {
   // Queue.signal (the stored value, what ctx.waitFor returns, would be null).
   it('stores the signal for the job and prints it; refuses a second one, a bad name and a payload that is not JSON', async () => {
     const { job } = await db.queue.enqueue({ kind: 'waiter', queue: 'signals' });
-    const printed: string[] = [];
-    const stdout = vi.spyOn(process.stdout, 'write').mockImplementation((s) => (printed.push(String(s)), true));
-    try {
-      expect((await parse(['signal', job.id, 'approve', '{"approved":true}'])).error).toBeUndefined();
-    } finally {
-      stdout.mockRestore();
-    }
-    expect(printed.join('')).toBe(`${JSON.stringify({ jobId: job.id, name: 'approve', woken: false })}\n`);
+    const sent = await parse(['signal', job.id, 'approve', '{"approved":true}']);
+    expect(sent.error).toBeUndefined();
+    expect(sent.out).toBe(`${JSON.stringify({ jobId: job.id, name: 'approve', woken: false })}\n`);
     const stored = async () => (await db.pool.query(`SELECT name, payload FROM herald.job_signals WHERE job_id = $1`, [job.id])).rows;
     expect(await stored()).toEqual([{ name: 'approve', payload: { approved: true } }]);
     expect((await parse(['signal', job.id, 'approve', '{}'])).error?.message).toBe(`job ${job.id} already holds a signal "approve"; a job takes one value per name`);
@@ -162,14 +160,9 @@ describe('herald enqueue', () => {
   it('--depends-on enqueues the job blocked on exactly those parents, until both have ended', async () => {
     const queue = 'cli-depends';
     const enqueue = async (args: string[]) => {
-      const printed: string[] = [];
-      const stdout = vi.spyOn(process.stdout, 'write').mockImplementation((s) => (printed.push(String(s)), true));
-      try {
-        expect((await parse(['enqueue', ...args, '--queue', queue])).error).toBeUndefined();
-      } finally {
-        stdout.mockRestore();
-      }
-      return JSON.parse(printed.join('')) as { id: string; status: string; dependsOn: string[] };
+      const { out, error } = await parse(['enqueue', ...args, '--queue', queue]);
+      expect(error).toBeUndefined();
+      return JSON.parse(out) as { id: string; status: string; dependsOn: string[] };
     };
     try {
       const p1 = await enqueue(['cli-parent', '{"n":1}']);
