@@ -6,11 +6,13 @@
 // Sizes: BENCH_BOARD_EVENTS_PER_S (4000), BENCH_BOARD_SECONDS (20), BENCH_BOARD_RUNS (3).
 // BENCH_BOARD_CPU_SLOWDOWN (1): Chromium's CPU throttling (DevTools' "4× slowdown"), for a slower
 // machine than this one, or a busier one, without depending on what else happens to run.
-// BENCH_BOARD_VARIANTS=a,b,…: the runs alternate between variants of the page, each `[dir][+reader]`:
-// the page's files from the build in dir instead of web/dist (the API is the server's), and
-// +eventsource for the stream read by the browser's EventSource rather than the board's
-// FetchSource (localStorage herald.streamReader). Before and after a change, under the same
-// noise: `/tmp/old-build,,+eventsource`.
+// BENCH_BOARD_VARIANTS=a,b,…: the runs alternate between variants of the page, each
+// `[dir][+reader][@playwright]`: the page's files from the build in dir instead of web/dist (the
+// API is the server's); +eventsource for the stream read by the browser's EventSource rather than
+// the board's FetchSource (localStorage herald.streamReader); @playwright for the page driven by
+// Playwright, whose Network domain copies the stream for the inspector (bench/board-pipe.ts says
+// why the bench otherwise drives Chromium itself; a dir or --trace needs Playwright too). Before
+// and after a change, under the same noise: `/tmp/old-build,,+eventsource`.
 // `--trace` saves each run's Chromium trace (JS samples included) to $TMPDIR/herald-board-load-<run>.json, for
 // DevTools' Performance panel, and prints the functions with the most self time inside long tasks.
 import fs from 'node:fs';
@@ -22,6 +24,7 @@ import { createPool } from '../queue/database.ts';
 import { Queue } from '../queue/queue.ts';
 import { startWorker } from '../worker/index.ts';
 import { CHROMIUM_OPTIONS, ensureFreshBoard } from '../test/support/board-processes.ts';
+import { PipePage } from './board-pipe.ts';
 import { summarizeTrace, TRACE_CATEGORIES } from './board-trace.ts';
 import { benchDbName, CONCURRENCY, median } from './peers/harness.ts';
 import { benchDatabase, spawnServer } from './server-support.ts';
@@ -29,6 +32,7 @@ import { benchDatabase, spawnServer } from './server-support.ts';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const TICK_MS = 50;
 const WARMUP_MS = 3000;
+const VIEWPORT = { width: 1280, height: 900 };
 
 export interface BoardLoadSizes { eventsPerSecond: number; seconds: number; runs: number; trace: boolean; variants: string[]; cpuSlowdown: number }
 
@@ -69,12 +73,23 @@ const PAGE_PROBE = `
 `;
 
 /** Events received so far, from the stream badge's title ("Live. N events received…"). */
-async function eventsReceived(page: Page): Promise<number> {
-  const title = await page.locator('[data-testid="stream-state"]').locator('..').getAttribute('title');
+async function eventsReceived(page: BenchPage): Promise<number> {
+  const title = await page.evaluate<string | null>(`document.querySelector('[data-testid="stream-state"]')?.parentElement?.title ?? null`);
   const m = /(\d+) events received/.exec(title ?? '');
   if (!m) throw new Error(`the stream badge says ${JSON.stringify(title)}`);
   return Number(m[1]);
 }
+
+/** Waits until `expression` is true in the page. */
+async function waitUntil(page: BenchPage, expression: string, what: string): Promise<void> {
+  for (const t0 = performance.now(); !(await page.evaluate<boolean>(expression));) {
+    if (performance.now() - t0 > 60_000) throw new Error(`the board never showed ${what}`);
+    await sleep(100);
+  }
+}
+
+/** What a run needs of its page, from either driver. */
+interface BenchPage { evaluate<T>(expression: string): Promise<T>; close(): Promise<void> }
 
 /** Enqueues `perSecond` jobs a second in ticks until `stop` is called. */
 function steadyLoad(queue: Queue, perSecond: number): { stop(): Promise<number> } {
@@ -111,27 +126,37 @@ async function serveBoardFrom(page: Page, url: string, dist: string): Promise<vo
   });
 }
 
+/** The page through Playwright: what serving another build (page.route) and tracing need. */
+async function playwrightPage(browser: Browser, url: string, sizes: BoardLoadSizes, dist: string, init: string): Promise<BenchPage & { page: Page }> {
+  const page = await browser.newPage({ viewport: VIEWPORT });
+  await page.addInitScript(init);
+  if (dist) await serveBoardFrom(page, url, dist);
+  if (sizes.cpuSlowdown > 1) {
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Emulation.setCPUThrottlingRate', { rate: sizes.cpuSlowdown });
+  }
+  await page.goto(`${url}/#/`);
+  return { page, evaluate: <T>(e: string) => page.evaluate<T>(e), close: () => page.close() };
+}
+
 async function oneRun(browser: Browser, url: string, pool: pg.Pool, sizes: BoardLoadSizes, variant: string, run: number, say: (line: string) => void): Promise<BoardLoadRun> {
   await pool.query('TRUNCATE herald.jobs, herald.job_events');
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const [spec, driver] = variant.split('@');
+  const [dist, reader] = spec.split('+');
+  const init = PAGE_PROBE + (reader ? `localStorage.setItem('herald.streamReader', ${JSON.stringify(reader)});` : '');
+  const viaPlaywright = Boolean(dist) || sizes.trace || driver === 'playwright';
+  const pw = viaPlaywright ? await playwrightPage(browser, url, sizes, dist, init) : undefined;
+  const page: BenchPage = pw ?? await PipePage.open(`${url}/#/`, VIEWPORT, init);
   try {
-    await page.addInitScript(PAGE_PROBE);
-    const [dist, reader] = variant.split('+');
-    if (reader) await page.addInitScript(`localStorage.setItem('herald.streamReader', ${JSON.stringify(reader)})`);
-    if (dist) await serveBoardFrom(page, url, dist);
-    if (sizes.cpuSlowdown > 1) {
-      const cdp = await page.context().newCDPSession(page);
-      await cdp.send('Emulation.setCPUThrottlingRate', { rate: sizes.cpuSlowdown });
-    }
-    await page.goto(`${url}/#/`);
-    await page.waitForSelector('[data-testid="stream-state"]:text-is("live")');
-    await page.waitForSelector('[data-testid="chart-rates"]');
+    if (!pw && sizes.cpuSlowdown > 1) await (page as PipePage).send('Emulation.setCPUThrottlingRate', { rate: sizes.cpuSlowdown });
+    await waitUntil(page, `document.querySelector('[data-testid="stream-state"]')?.textContent === 'live'`, 'a live stream');
+    await waitUntil(page, `!!document.querySelector('[data-testid="chart-rates"]')`, 'its rates chart');
     const load = steadyLoad(new Queue(pool), sizes.eventsPerSecond / 3);
     let hot: string[] | undefined;
     try {
       await sleep(WARMUP_MS);
       const tracePath = path.join(os.tmpdir(), `herald-board-load-${run}.json`);
-      if (sizes.trace) await browser.startTracing(page, { path: tracePath, categories: TRACE_CATEGORIES });
+      if (sizes.trace) await browser.startTracing(pw!.page, { path: tracePath, categories: TRACE_CATEGORIES });
       const before = await eventsReceived(page);
       await page.evaluate('__boardLoad.start()');
       await sleep(sizes.seconds * 1000);
@@ -162,7 +187,7 @@ async function oneRun(browser: Browser, url: string, pool: pg.Pool, sizes: Board
 
 export async function boardLoadBench(sizes: BoardLoadSizes, say: (line: string) => void): Promise<{ label: string; runs: BoardLoadRun[] }> {
   const variants = sizes.variants.length ? sizes.variants : [''];
-  if (variants.some((v) => !v.split('+')[0])) await ensureFreshBoard();
+  if (variants.some((v) => !v.split(/[+@]/)[0])) await ensureFreshBoard();
   const db = await benchDatabase(benchDbName('board_load'));
   const server = await spawnServer(db.url);
   const pool = createPool(db.url, { max: 2, applicationName: 'herald:bench-producer' });
@@ -173,7 +198,7 @@ export async function boardLoadBench(sizes: BoardLoadSizes, say: (line: string) 
     for (let run = 1; run <= sizes.runs * variants.length; run++) {
       const variant = variants[(run - 1) % variants.length];
       const r = await oneRun(browser, server.url, pool, sizes, variant, run, say);
-      const label = variant.startsWith('+') || !variant ? `web/dist${variant}` : variant;
+      const label = !variant || /^[+@]/.test(variant) ? `web/dist${variant}` : variant;
       runs.push(variants.length > 1 ? { ...r, variant: label } : r);
       say(`  run ${run}${variants.length > 1 ? ` (${label})` : ''}: ${r.longTasks} long tasks, longest ${r.longestMs.toFixed(0)} ms, p50 ${r.p50Ms.toFixed(0)} ms, ` +
         `${r.eventsPerSecond.toFixed(0)} events/s, ${r.fps.toFixed(0)} fps median`);

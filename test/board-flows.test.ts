@@ -189,6 +189,28 @@ describe('the board, for workflows', () => {
     await close();
   });
 
+  it('leaves the Flows list while its read is in flight, and the late reply changes nothing on the next page', async () => {
+    const { page, problems, close } = await openBoard(browser, url, '#/flows');
+    await page.waitForSelector(`${tid('flows-table')}[aria-busy="false"]`);
+    // The next read of the list is held until the page has moved on.
+    let held!: (release: () => Promise<void>) => void;
+    const heldRead = new Promise<() => Promise<void>>((r) => (held = r));
+    await page.route((u) => u.pathname === '/api/flows', (route) => held(() => route.continue()));
+    await page.selectOption(tid('flows-filter-status'), 'running');
+    const release = await heldRead;
+    await page.evaluate(() => (location.hash = '#/'));
+    await page.waitForSelector(tid('queues-table'));
+    const replied = page.waitForEvent('requestfinished', (r) => new URL(r.url()).pathname === '/api/flows');
+    await release();
+    await replied;
+    // The reply's continuation runs in the page's next tasks: a round trip through a timer and a
+    // frame comes after them.
+    await page.evaluate(() => new Promise((r) => setTimeout(() => requestAnimationFrame(r), 0)));
+    // Reading the filter (a $derived of the destroyed list) after the await: Svelte warns derived_inert.
+    expect(problems).toEqual([]);
+    await close();
+  });
+
   it("lists a flow's jobs in the jobs table from its page, and follows them live", async () => {
     const gate = gates.create();
     const made = await createFlow('listed', [
