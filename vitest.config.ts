@@ -9,7 +9,7 @@ import { ownClusterOnly, projectFiles } from './test/support/projects.ts';
 //   file cloned from a migrated template.
 // - node: processes, the CLI, HTTP and the stream, on the same cluster.
 // - board: the board in Chromium; one Chromium and one shared board stack for the run.
-// `npm test` runs all four; CI runs db, node and board again on PostgreSQL 15 and Node 20.
+// `npm test` runs all four; CI runs db and node again on PostgreSQL 15 and Node 20.
 const files = projectFiles();
 
 const common = {
