@@ -125,3 +125,35 @@ it('retries soon after each new hold: reads that move on but end held back do no
     await Promise.all(holders.map((h) => h.end()));
   }
 });
+
+it('held back at one position through many reads, retries at most a second apart: the end of a long hold is read without a tick', async () => {
+  // One session of this database holds the horizon (the tailer cannot learn it away) while the
+  // tailer reads 20 times over, each read ending held back at the same position, so its retry delay
+  // doubles each time. Uncapped it would reach the 60 s safety read, and the event held back would
+  // wait for it once the hold ends, with no tick to come.
+  // Mutation caught: HELD_RETRY_MAX_MS left out of the retry delay's Math.min.
+  const feed = Object.assign(Object.create(db.queue) as typeof db.queue, {
+    learnOtherDatabases: async () => (await db.queue.learnOtherDatabases(), false),
+  });
+  const holder = new pg.Client({ connectionString: db.url });
+  await holder.connect();
+  const fanout = new Fanout();
+  const got: StreamMessage[] = [];
+  fanout.subscribe({ filter: {}, deliver: (m) => got.push(...m) });
+  const tailer = new Tailer(feed, fanout, { safetyMs: 60_000 });
+  try {
+    await tailer.start();
+    await holder.query('BEGIN; SELECT pg_current_xact_id()');
+    const { job } = await db.queue.enqueue({ kind: 'held-long' });
+    for (let read = 0; read < 20; read++) {
+      tailer.wake();
+      await tailer['idle'];
+    }
+    expect(got).toEqual([]);
+    await holder.query('COMMIT');
+    await waitFor(() => got.some((m) => m.event.jobId === job.id), { what: 'the held event, from a retry', timeoutMs: 30_000 });
+  } finally {
+    await tailer.stop();
+    await holder.end();
+  }
+});

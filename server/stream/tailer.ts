@@ -12,6 +12,12 @@ import type { Fanout } from './fanout.ts';
 
 /** Held back this long at one position, the tailer looks up other databases' transactions (see afterCaughtUp). */
 const LEARN_AFTER_MS = 10;
+/**
+ * Held back, the re-reads back off, but never past this: the hold ends with no tick of its own (the
+ * blocker may be another database's, or have committed already), so the gap after it is this
+ * wait, and a tailer with a long safety interval (tests use a minute) would otherwise wait it out.
+ */
+const HELD_RETRY_MAX_MS = 1000;
 
 export interface TailerOptions {
   /** Safety-net read interval. */
@@ -201,7 +207,7 @@ export class Tailer {
     }
     // Idle, the safety timer's read is soon enough.
     if (!this.fanout.listening) return;
-    this.retryDelay = Math.min(this.safetyMs, Math.max(1, this.retryDelay * 2));
+    this.retryDelay = Math.min(this.safetyMs, HELD_RETRY_MAX_MS, Math.max(1, this.retryDelay * 2));
     clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => this.wake(), this.retryDelay);
     this.retryTimer.unref();
