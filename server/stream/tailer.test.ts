@@ -149,6 +149,8 @@ it('held back at one position through many reads, retries at most a second apart
       tailer.wake();
       await tailer['idle'];
     }
+    // A retry timer's read (the first delays are a few ms) may still be running: let it end held.
+    while (tailer['running']) await tailer['idle'];
     expect(got).toEqual([]);
     await holder.query('COMMIT');
     await waitFor(() => got.some((m) => m.event.jobId === job.id), { what: 'the held event, from a retry', timeoutMs: 30_000 });
