@@ -24,6 +24,7 @@ import { createPool } from '../queue/database.ts';
 import { Queue } from '../queue/queue.ts';
 import { startWorker } from '../worker/index.ts';
 import { CHROMIUM_OPTIONS, ensureFreshBoard } from '../test/support/board-processes.ts';
+import { waitFor } from '../test/support/wait.ts';
 import { PipePage } from './board-pipe.ts';
 import { summarizeTrace, TRACE_CATEGORIES } from './board-trace.ts';
 import { benchDbName, CONCURRENCY, median } from './peers/harness.ts';
@@ -81,12 +82,8 @@ async function eventsReceived(page: BenchPage): Promise<number> {
 }
 
 /** Waits until `expression` is true in the page. */
-async function waitUntil(page: BenchPage, expression: string, what: string): Promise<void> {
-  for (const t0 = performance.now(); !(await page.evaluate<boolean>(expression));) {
-    if (performance.now() - t0 > 60_000) throw new Error(`the board never showed ${what}`);
-    await sleep(100);
-  }
-}
+const showing = (page: BenchPage, expression: string, what: string) =>
+  waitFor(() => page.evaluate<boolean>(expression), { what: `the board to show ${what}`, timeoutMs: 60_000, everyMs: 100 });
 
 /** What a run needs of its page, from either driver. */
 interface BenchPage { evaluate<T>(expression: string): Promise<T>; close(): Promise<void> }
@@ -146,11 +143,10 @@ async function oneRun(browser: Browser, url: string, pool: pg.Pool, sizes: Board
   const init = PAGE_PROBE + (reader ? `localStorage.setItem('herald.streamReader', ${JSON.stringify(reader)});` : '');
   const viaPlaywright = Boolean(dist) || sizes.trace || driver === 'playwright';
   const pw = viaPlaywright ? await playwrightPage(browser, url, sizes, dist, init) : undefined;
-  const page: BenchPage = pw ?? await PipePage.open(`${url}/#/`, VIEWPORT, init);
+  const page: BenchPage = pw ?? await PipePage.open(`${url}/#/`, VIEWPORT, init, sizes.cpuSlowdown);
   try {
-    if (!pw && sizes.cpuSlowdown > 1) await (page as PipePage).send('Emulation.setCPUThrottlingRate', { rate: sizes.cpuSlowdown });
-    await waitUntil(page, `document.querySelector('[data-testid="stream-state"]')?.textContent === 'live'`, 'a live stream');
-    await waitUntil(page, `!!document.querySelector('[data-testid="chart-rates"]')`, 'its rates chart');
+    await showing(page, `document.querySelector('[data-testid="stream-state"]')?.textContent === 'live'`, 'a live stream');
+    await showing(page, `!!document.querySelector('[data-testid="chart-rates"]')`, 'its rates chart');
     const load = steadyLoad(new Queue(pool), sizes.eventsPerSecond / 3);
     let hot: string[] | undefined;
     try {

@@ -21,8 +21,11 @@ export class PipePage {
 
   private constructor(private readonly chromium: ChildProcess, private readonly profile: string, private readonly sessionId = '') {}
 
-  /** Starts a headless Chromium, opens a page with `initScript` run before its own scripts, and loads `url`. */
-  static async open(url: string, viewport: { width: number; height: number }, initScript: string): Promise<PipePage> {
+  /**
+   * Starts a headless Chromium, opens a page with `initScript` run before its own scripts, and
+   * loads `url`; with a `cpuSlowdown` over 1, under DevTools' CPU throttling from the start.
+   */
+  static async open(url: string, viewport: { width: number; height: number }, initScript: string, cpuSlowdown = 1): Promise<PipePage> {
     const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-board-pipe-'));
     const chromium = spawn(CHROMIUM_OPTIONS.executablePath!, [
       ...(CHROMIUM_OPTIONS.args ?? []), '--headless', '--remote-debugging-pipe', `--user-data-dir=${profile}`,
@@ -39,6 +42,7 @@ export class PipePage {
     browser.route = page;
     await page.send('Page.enable');
     await page.send('Page.addScriptToEvaluateOnNewDocument', { source: initScript });
+    if (cpuSlowdown > 1) await page.send('Emulation.setCPUThrottlingRate', { rate: cpuSlowdown });
     await page.send('Page.navigate', { url });
     return page;
   }
@@ -67,7 +71,7 @@ export class PipePage {
   }
 
   /** One DevTools protocol call, on the page's session. */
-  send<T>(method: string, params: object = {}): Promise<T> {
+  private send<T>(method: string, params: object = {}): Promise<T> {
     const id = this.next++;
     const message = { id, method, params, ...(this.sessionId ? { sessionId: this.sessionId } : {}) };
     return new Promise<T>((resolve, reject) => {

@@ -1,8 +1,9 @@
 // Collects items and hands them to `flush` in batches: after `delayMs`, or at once when
 // `maxSize` are waiting (or always at once with a delay of 0: then a lone item waits for nothing,
 // and only what arrives during a flush is batched). One flush in flight at a time; whatever
-// arrives meanwhile forms the next batch, so batches grow by themselves under load. A flush that throws is retried with
-// backoff (the database may be restarting); items are never dropped while the worker runs.
+// arrives meanwhile forms the next batch, so batches grow by themselves under load. A flush that
+// throws is retried with backoff (the database may be restarting); items are never dropped while
+// the worker runs.
 import type { Logger } from '../queue/log.ts';
 
 export interface BatcherOptions<T> {

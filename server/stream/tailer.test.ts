@@ -85,6 +85,16 @@ it('idle while nothing follows the fan-out: ticks start no read; the first follo
   await tailer.stop();
 });
 
+/**
+ * The test database's queue as the tailer's feed, except that looking up other databases'
+ * transactions never reports a new one (it still learns them), as on a quiet cluster: a held
+ * read's retry delay is never cut short by what other test files happen to be doing.
+ */
+const neverLearningAnew = () =>
+  Object.assign(Object.create(db.queue) as typeof db.queue, {
+    learnOtherDatabases: async () => (await db.queue.learnOtherDatabases(), false),
+  });
+
 it('retries soon after each new hold: reads that move on but end held back do not stretch the retry toward the safety read', async () => {
   // Two sessions of this database take turns holding the horizon, which the tailer cannot learn
   // away. Each round commits the older holder, so the tailer moves on, and enqueues above the
@@ -93,9 +103,7 @@ it('retries soon after each new hold: reads that move on but end held back do no
   // read, and the last event would wait for that read, with no tick to come. (Other databases'
   // transactions are still learned; only "a new one was found", which also shortens the retry,
   // is never reported, as on a quiet cluster.)
-  const feed = Object.assign(Object.create(db.queue) as typeof db.queue, {
-    learnOtherDatabases: async () => (await db.queue.learnOtherDatabases(), false),
-  });
+  const feed = neverLearningAnew();
   const holders = [new pg.Client({ connectionString: db.url }), new pg.Client({ connectionString: db.url })];
   await Promise.all(holders.map((h) => h.connect()));
   const open = (h: pg.Client) => h.query('BEGIN; SELECT pg_current_xact_id()');
@@ -132,9 +140,7 @@ it('held back at one position through many reads, retries at most a second apart
   // doubles each time. Uncapped it would reach the 60 s safety read, and the event held back would
   // wait for it once the hold ends, with no tick to come.
   // Mutation caught: HELD_RETRY_MAX_MS left out of the retry delay's Math.min.
-  const feed = Object.assign(Object.create(db.queue) as typeof db.queue, {
-    learnOtherDatabases: async () => (await db.queue.learnOtherDatabases(), false),
-  });
+  const feed = neverLearningAnew();
   const holder = new pg.Client({ connectionString: db.url });
   await holder.connect();
   const fanout = new Fanout();
