@@ -1,8 +1,8 @@
 // The board's live store: the one place that owns the stream.
 //
 //   EventSource (or FetchSource) ──► StreamClient (cursor, reconnect with backoff; each message's data kept as is)
-//               ──► EventBatcher (one flush per animation frame, at most MAX_PER_FRAME messages)
-//               ──► parseEvent, RecentIds (drop duplicates)
+//               ──► EventBatcher (one flush per animation frame: parseEvent and RecentIds, which
+//                   drops duplicates, for at most FRAME_BUDGET_MS; the rest waits a frame)
 //               ──► #applyBatch: live job index → queue counts, rates/latency series,
 //                   recent-events feed, then every view's onBatch listener (jobs table, job
 //                   detail, workers) in the same frame, so Svelte renders once per frame.
@@ -26,8 +26,11 @@ import type { BoardJob, BoardEvent, QueueCounts, StreamState } from './types';
 type BatchListener = (batch: BoardEvent[]) => void;
 
 const RECENT = 40;
-/** Messages applied per frame at most: a backlog after a stall is spread over frames, not one long task. */
-const MAX_PER_FRAME = 1000;
+/**
+ * How long a frame's flush may parse: a backlog after a stall is spread over frames, not parsed in
+ * one long task. Half a 60 Hz frame leaves the rest to applying the events and rendering.
+ */
+const FRAME_BUDGET_MS = 8;
 
 /**
  * The stream's reader: a FetchSource, which hands a burst of messages to the page a slice at a
@@ -61,7 +64,14 @@ class BoardStore {
   readonly rates = new RateSeries(300);
   #seen = new RecentIds();
   #listeners = new Set<BatchListener>();
-  #batcher = new EventBatcher<unknown>((b) => this.#applyMessages(b), frameScheduler, MAX_PER_FRAME);
+  #batcher = new EventBatcher<unknown, BoardEvent>((b) => this.#applyBatch(b), frameScheduler, {
+    prepare: (data) => {
+      const ev = parseEvent(data);
+      return ev && this.#seen.add(ev.eventId) ? ev : null;
+    },
+    // A hidden tab renders nothing and its timer fires seldom: it catches up in one go.
+    budgetMs: () => (typeof document !== 'undefined' && document.hidden ? Infinity : FRAME_BUDGET_MS),
+  });
   #client: StreamClient | null = null;
   /** When the page began to listen: the rate series before it come from stored history. */
   #openedAt = Date.now();
@@ -166,15 +176,6 @@ class BoardStore {
     } catch {
       this.#recentSeeded = false; // a later /api/queues success tries again
     }
-  }
-
-  #applyMessages(messages: unknown[]): void {
-    const batch: BoardEvent[] = [];
-    for (const data of messages) {
-      const ev = parseEvent(data);
-      if (ev && this.#seen.add(ev.eventId)) batch.push(ev);
-    }
-    if (batch.length) this.#applyBatch(batch);
   }
 
   #applyBatch(batch: BoardEvent[]): void {
