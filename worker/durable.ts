@@ -12,7 +12,7 @@ import type { Logger } from '../queue/log.ts';
 import type { ChildEnd, DurableService, RecordRow, SignalValue, Suspension } from '../queue/services/durable.ts';
 import type { EnqueueInput } from '../queue/services/insert.ts';
 import { InvokedJobError, LeaseLostError } from './errors.ts';
-import type { ActiveJob } from './slots.ts';
+import type { ActiveJob } from './active-job.ts';
 import type { StepWriter } from './step-writer.ts';
 import { inStep } from './tracing.ts';
 

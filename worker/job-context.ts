@@ -5,7 +5,8 @@ import type { Logger } from '../queue/log.ts';
 import type { Parent } from '../queue/services/flows.ts';
 import { DurableRun } from './durable.ts';
 import { ProgressCoalescer } from './progress.ts';
-import type { ActiveJob, SlotsOptions } from './slots.ts';
+import type { ActiveJob } from './active-job.ts';
+import type { SlotsOptions } from './slots.ts';
 import type { TaskContext } from './tasks.ts';
 
 type ContextOptions = Pick<SlotsOptions, 'logger' | 'progress' | 'progressEveryMs' | 'durable'>;

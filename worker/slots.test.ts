@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { byId } from '../queue/job.ts';
 import { ClaimedJob } from '../queue/claimed.ts';
-import { Slots, type ActiveJob } from './slots.ts';
+import { Slots } from './slots.ts';
+import type { ActiveJob } from './active-job.ts';
 import type { Task } from './tasks.ts';
 
 const T = '2026-01-01 00:00:00+00';

@@ -1,26 +1,14 @@
 // The worker's N slots, and a bounded buffer of claimed jobs waiting for one: which jobs it
 // holds, and running a handler with its context.
 //
-// A held job is in one of these states:
-//   buffered   claimed ahead of a free slot: leased and renewed like the others, it starts when a
-//              slot frees, or goes back to the queue at shutdown or after a TTL
-//   starting   a slot is reserved for it while `admit` asks the database whether it may still
-//              start: its queue may have been paused (or limited) since the claim, or its
-//              expireAt may have passed. Refused jobs go back to the queue (`refused`).
-//   running    its handler is executing (it occupies a slot)
-//   finishing  its handler is done and the outcome waits in the batcher (its lease is renewed)
-//   writing    its outcome is being written right now (not renewed meanwhile: the two writes
-//              would lock the same rows, possibly in different orders)
-//   abandoned  the lease was lost, or shutdown released the job: the signal fired and the
-//              outcome will never be written. It is forgotten at once (no more renewals), but a
-//              handler that ignores its signal keeps its slot until it returns.
+// A held job's states are in active-job.ts.
 //
 // How much to claim (`free`): the free slots, plus `ahead()` jobs to buffer. The worker sizes
 // `ahead` from its own measured pace (worker.ts), so the buffer holds only what it would start
 // within a few tens of milliseconds, or two claims' time when claims are slower (pace.ts): large
 // claims for fast jobs, none ahead for slow ones, and nothing an idle peer would have started
-// sooner. A buffer is refilled when half empty, so a
-// busy worker makes a few large claims rather than one per freed slot.
+// sooner. A buffer is refilled when half empty, so a busy worker makes a few large claims rather
+// than one per freed slot.
 //
 // Timeouts (job.timeoutMs): at the timeout the signal fires with a TimeoutError and the failed
 // attempt is recorded AT ONCE, whatever the handler does; the job goes on as finishing/writing
@@ -31,7 +19,6 @@
 // Outcomes not yet written count against claiming too (backpressure): when the database writes
 // outcomes slower than handlers produce them, the worker claims less instead of piling up
 // finished jobs whose leases it must keep renewing.
-import type { Span } from '@opentelemetry/api';
 import { byId } from '../queue/job.ts';
 import type { ClaimedJob } from '../queue/claimed.ts';
 import type { Lease } from '../queue/queue.ts';
@@ -39,41 +26,13 @@ import type { Logger } from '../queue/log.ts';
 import { JobCancelledError, JobTimeoutError, UnknownKindError } from './errors.ts';
 import { abort, handlerContext } from './job-context.ts';
 import { endProcess, inSpan, startProcess } from './tracing.ts';
-import type { ProgressCoalescer } from './progress.ts';
 import { Pace } from './pace.ts';
+import type { ActiveJob } from './active-job.ts';
 import type { Task } from './tasks.ts';
 import type { Parent } from '../queue/services/flows.ts';
 import type { DurableService } from '../queue/services/durable.ts';
-import type { DurableRun } from './durable.ts';
 import type { StepWriter } from './step-writer.ts';
 import { UnrecoverableError } from './errors.ts';
-
-export interface ActiveJob {
-  job: ClaimedJob;
-  lease: Lease;
-  /** Made when the handler first reads ctx.signal: most handlers never do. */
-  controller?: AbortController;
-  /** Why it was aborted (cancel, timeout, lost lease, shutdown); unset while it is not. */
-  aborted?: Error;
-  state: 'buffered' | 'starting' | 'running' | 'finishing' | 'writing' | 'abandoned';
-  /** When it was claimed (performance.now()): buffered jobs past their TTL go back. */
-  claimedAt: number;
-  /** Set when the timeout recorded the outcome: what the handler returns later is ignored. */
-  timedOut?: boolean;
-  /** Its progress reports, coalesced (made when the handler first runs). */
-  progress?: ProgressCoalescer;
-  /**
-   * When (performance.now()) its lease runs out as this worker counts it, from the last claim or
-   * renewal that reached the database: past it, the handler is stopped (see overdue()).
-   */
-  deadline: number;
-  /** Its durable calls (ctx.step, sleep, waitFor, invoke), made at the first one. */
-  durable?: DurableRun;
-  /** The run ended to sleep or wait: its slot is free, whatever the handler's promise does. */
-  suspended?: boolean;
-  /** The run's process span, kept only while tracing, so a run that ends to wait ends it too. */
-  span?: Span;
-}
 
 export interface SlotsOptions {
   capacity: number;

@@ -37,7 +37,8 @@ import { Maintenance } from './maintenance.ts';
 import { Registry } from './registry.ts';
 import { Scheduler } from './scheduler.ts';
 import { aheadHorizon } from './pace.ts';
-import { Slots, type ActiveJob } from './slots.ts';
+import { Slots } from './slots.ts';
+import type { ActiveJob } from './active-job.ts';
 import { StepWriter } from './step-writer.ts';
 import { loadTasks, type Task } from './tasks.ts';
 
