@@ -54,7 +54,10 @@ describe('creating a flow', () => {
   it('refuses duplicate refs, unknown refs and cycles with 400s naming them, writing nothing', async () => {
     const bad = (jobs: { ref: string; dependsOn?: string[] }[]) => q.createFlow(null, jobs.map((r) => ({ ...r, job: { kind: 'k' } })));
     await expect(bad([{ ref: 'a' }, { ref: 'a' }])).rejects.toThrow(/duplicate ref "a"/);
-    await expect(bad([{ ref: 'a', dependsOn: ['nope'] }])).rejects.toThrow(/unknown ref "nope" in the dependsOn of "a"/);
+    // The whole message: it names the bad ref alone, and who named it (it once said "a → nope").
+    await expect(bad([{ ref: 'a', dependsOn: ['nope'] }])).rejects.toThrow(
+      /^unknown ref "nope" in the dependsOn of "a": a flow's dependsOn names refs of the same request$/,
+    );
     await expect(bad([{ ref: 'a', dependsOn: ['a'] }])).rejects.toThrow(/cycle: a → a/);
     const cycle = bad([{ ref: 'x' }, { ref: 'a', dependsOn: ['c', 'x'] }, { ref: 'b', dependsOn: ['a'] }, { ref: 'c', dependsOn: ['b'] }]);
     await expect(cycle).rejects.toBeInstanceOf(ValidationError);

@@ -57,12 +57,17 @@ async function parse(args: string[], logger: Logger = pino({ level: 'silent' }))
   }
 }
 
-/** Runs `herald ARGS` as a process to its exit; its output lines (stdout and stderr) as text. */
+/**
+ * Runs `herald ARGS` as a process to its exit; its output lines (stdout and stderr) as text, and
+ * what it wrote to stdout alone.
+ */
 async function herald(args: string[], env: Record<string, string | undefined> = {}) {
   const proc = spawnHerald(args, { HERALD_LOG_FORMAT: 'json', ...env });
+  let stdout = '';
+  proc.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   const { code } = await proc.exited;
   const text = proc.lines.map((l) => (l.level === undefined && typeof l.msg === 'string' ? l.msg : JSON.stringify(l))).join('\n');
-  return { code, text, lines: proc.lines };
+  return { code, text, lines: proc.lines, stdout };
 }
 
 const noJobs = async () => expect((await db.queue.list({})).jobs).toEqual([]);
@@ -222,12 +227,16 @@ describe('herald enqueue', () => {
   });
 
   it('enqueues with every option and prints the job', { timeout: 240_000 }, async () => {
-    const { code, lines } = await herald(
+    const { code, lines, stdout } = await herald(
       ['enqueue', 'echo', '{"a":1}', '--queue', 'cli', '--priority', '-3', '--max-attempts', '2', '--run-at', '2030-01-01T00:00:00Z',
         '--idempotency-key', 'k1', '--group', 'g', '--tags', 'x,y', '--requires', 'gpu', '--timeout-ms', '500', '--expire-at', '2031-01-01T00:00:00Z'],
       { DATABASE_URL: db.url },
     );
     expect(code).toBe(0);
+    // stdout is the job alone, for a pipe (`| jq`); the warning that no worker takes queue cli
+    // went to stderr (mutation caught: createLogger's stderr option not passed for enqueue).
+    expect(JSON.parse(stdout)).toMatchObject({ kind: 'echo', queue: 'cli' });
+    expect(lines.some((l) => typeof l.msg === 'string' && l.msg.startsWith('no live worker takes queue cli;'))).toBe(true);
     const printed = lines.find((l) => l.kind === 'echo');
     expect(printed).toMatchObject({
       queue: 'cli', payload: { a: 1 }, priority: -3, maxAttempts: 2, runAt: '2030-01-01T00:00:00.000Z', idempotencyKey: 'k1',
