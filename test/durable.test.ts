@@ -109,7 +109,7 @@ describe('ctx.step', () => {
   });
 
   it("a stale attempt cannot store a step: its write waits for the takeover's lock, then finds the lease gone", async () => {
-    // Catches: saveStep's fence without FOR SHARE (it would read the old row and store the step).
+    // Catches: saveSteps' fence without FOR SHARE (it would read the old row and store the step).
     const queue = `d${++queueNo}`;
     const { job } = await db.queue.enqueue({ kind: 'k', queue });
     const [claimed] = await db.queue.claim({ worker: 'w:stale:1', queues: [queue], limit: 1 });
@@ -119,7 +119,9 @@ describe('ctx.step', () => {
       await holder.query('BEGIN');
       await holder.query('SELECT 1 FROM herald.jobs WHERE id = $1 FOR UPDATE', [job.id]);
       const stale = createPool(db.url, { max: 1, applicationName: 'durable-test:stale' });
-      const write = new DurableService(new Db(stale)).saveStep('w:stale:1', claimed, 'charge', 0, '"paid"', 1).finally(() => stale.end());
+      const write = new DurableService(new Db(stale))
+        .saveSteps('w:stale:1', [{ lease: claimed, name: 'charge', occurrence: 0, json: '"paid"', ms: 1 }])
+        .finally(() => stale.end());
       await lockWaitersReach(db.pool, { waiter: { app: 'durable-test:stale' }, holder: await pidOf(holder) });
       // The takeover (as the reaper does): the job is queued again, without an owner.
       await holder.query(
@@ -128,7 +130,7 @@ describe('ctx.step', () => {
         [job.id],
       );
       await holder.query('COMMIT');
-      expect(await write).toBe(false);
+      expect(await write).toEqual([false]);
       expect(await db.queue.steps(job.id)).toEqual([]);
       expect(await types(job.id)).not.toContain('step');
     } finally {

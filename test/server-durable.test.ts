@@ -65,8 +65,8 @@ describe('GET /api/jobs/:id/steps', () => {
     const { job } = await s.queue.enqueue({ kind: 'k', queue: 'steps' });
     const [claimed] = await s.queue.claim({ worker: 'w:1:steps', queues: ['steps'], limit: 1 });
     const durable = new DurableService(s.queue.db);
-    expect(await durable.saveStep('w:1:steps', claimed, 'charge', 0, '{"receipt":"r1"}', 12)).toBe(true);
-    expect(await durable.saveStep('w:1:steps', claimed, 'ship', 0, '7', 3)).toBe(true);
+    expect(await durable.saveSteps('w:1:steps', [{ lease: claimed, name: 'charge', occurrence: 0, json: '{"receipt":"r1"}', ms: 12 }])).toEqual([true]);
+    expect(await durable.saveSteps('w:1:steps', [{ lease: claimed, name: 'ship', occurrence: 0, json: '7', ms: 3 }])).toEqual([true]);
     const client = new HeraldClient({ baseUrl: s.url, token: TOKENS.viewer });
     const steps = await client.steps(job.id);
     expect(steps).toEqual([

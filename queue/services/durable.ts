@@ -75,11 +75,6 @@ export class DurableService {
     return (await this.db.run(loadRecords, [lease.id, lease.attempt, worker])).rows;
   }
 
-  /** Stores a step's result (JSON text); false: the lease is lost and nothing was stored. */
-  async saveStep(worker: string, lease: Lease, name: string, occurrence: number, json: string, ms: number): Promise<boolean> {
-    return (await this.saveSteps(worker, [{ lease, name, occurrence, json, ms }]))[0];
-  }
-
   /** Stores finished steps of `worker`'s runs in one statement; for each, whether its lease still held. */
   async saveSteps(worker: string, steps: readonly StepWrite[]): Promise<boolean[]> {
     const { rows } = await this.db.run(saveSteps, [
