@@ -81,7 +81,9 @@ it('idle while nothing follows the fan-out: ticks start no read; the first follo
     await tailer.caughtUp();
     return got.some((m) => m.event.jobId === job.id);
   }, { what: 'the event enqueued while idle' });
-  expect(got.map((m) => m.event.jobId)).toEqual([job.id]);
+  // Once. (The first test's event may come too: the tailer starts at the newest event below the
+  // horizon, which a session open then can hold below it.)
+  expect(got.filter((m) => m.event.jobId === job.id)).toHaveLength(1);
   await tailer.stop();
 });
 
@@ -157,7 +159,9 @@ it('held back at one position through many reads, retries at most a second apart
     }
     // A retry timer's read (the first delays are a few ms) may still be running: let it end held.
     while (tailer['running']) await tailer['idle'];
-    expect(got).toEqual([]);
+    // Held back, the event is not out yet. (Earlier tests' events may be: the tailer starts at the
+    // newest event below the horizon, which a session open then can hold below them.)
+    expect(got.filter((m) => m.event.jobId === job.id)).toEqual([]);
     await holder.query('COMMIT');
     await waitFor(() => got.some((m) => m.event.jobId === job.id), { what: 'the held event, from a retry', timeoutMs: 30_000 });
   } finally {
