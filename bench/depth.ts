@@ -3,10 +3,9 @@
 // cost should not grow with the backlog. Each depth gets a fresh database; after a warm-up
 // (prepared statements, the plan cache settling on its generic plan) each round is timed alone
 // and 16 new jobs replace the claimed ones, untimed, so the depth stays put.
-import { createPool } from '../queue/database.ts';
+import { createPool, withSessionSetting } from '../queue/database.ts';
 import { migrate } from '../queue/migrate.ts';
 import { Queue } from '../queue/queue.ts';
-import { withSessionSetting } from '../worker/worker.ts';
 import { seedBacklog } from './backlog.ts';
 import { median } from './peers/harness.ts';
 

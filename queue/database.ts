@@ -68,3 +68,11 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient
     client.release();
   }
 }
+
+/** Adds `-c name=value` to the URL's startup options: set when the session opens, no extra round trip. */
+export function withSessionSetting(url: string, name: string, value: string): string {
+  const u = new URL(url);
+  const options = u.searchParams.get('options');
+  u.searchParams.set('options', `${options ? `${options} ` : ''}-c ${name}=${value}`);
+  return u.toString();
+}

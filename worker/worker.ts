@@ -11,7 +11,7 @@ import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import type pg from 'pg';
-import { createPool } from '../queue/database.ts';
+import { createPool, withSessionSetting } from '../queue/database.ts';
 import { Listener } from '../queue/listener.ts';
 import { CONTROL_CHANNEL, JOBS_CHANNEL, parseJobsPayload } from '../queue/channels.ts';
 import { Db } from '../queue/services/db.ts';
@@ -416,12 +416,4 @@ export class Worker {
     await this.pool.end();
     log.info('worker stopped');
   }
-}
-
-/** Adds `-c name=value` to the URL's startup options: set when the session opens, no extra round trip. */
-export function withSessionSetting(url: string, name: string, value: string): string {
-  const u = new URL(url);
-  const options = u.searchParams.get('options');
-  u.searchParams.set('options', `${options ? `${options} ` : ''}-c ${name}=${value}`);
-  return u.toString();
 }
