@@ -70,10 +70,11 @@ export default tseslint.config(
   },
   {
     // The SQL is the core's: outside queue/, code goes through its services, so a statement's
-    // callers are all in one place. The claim-plan check is the exception: it EXPLAINs the
-    // claim's own statement, for queue/ and the system suite alike.
+    // callers are all in one place. Two exceptions run the statements themselves: the claim-plan
+    // check EXPLAINs the claim, for queue/ and the system suite alike, and the claim-levers bench
+    // prices the claim and the outcome against variants of them.
     files: ['{worker,server,client,bench,test,bin,web}/**/*.{ts,svelte}'],
-    ignores: ['test/support/claim-plan.ts'],
+    ignores: ['test/support/claim-plan.ts', 'bench/claim-levers.ts'],
     rules: {
       'no-restricted-imports': ['error', { patterns: [{ group: ['**/queue/sql/*'], message: 'use the core (queue/) instead of its SQL' }] }],
     },
