@@ -6,7 +6,7 @@ import { createPool } from '../queue/database.ts';
 import { migrate } from '../queue/migrate.ts';
 import { Queue } from '../queue/queue.ts';
 import { startWorker } from '../worker/index.ts';
-import type { WorkerOptions } from '../worker/worker.ts';
+import type { WorkerOptions } from '../worker/options.ts';
 import { CONCURRENCY, Countdown, LatencyProbe, untilZero, withClient } from './peers/harness.ts';
 import type { PeerRunner } from './peers/types.ts';
 

@@ -1,7 +1,9 @@
 // The worker runtime: `herald worker` and in-process use (tests, the bench).
-import { Worker, type WorkerOptions } from './worker.ts';
+import { Worker } from './worker.ts';
+import type { WorkerOptions } from './options.ts';
 
-export { Worker, workerId, type WorkerOptions } from './worker.ts';
+export { Worker, workerId } from './worker.ts';
+export type { WorkerOptions } from './options.ts';
 export type { Task, TaskContext } from './tasks.ts';
 export { InvokedJobError, JobCancelledError, LeaseLostError, ShutdownError, UnknownKindError, UnrecoverableError } from './errors.ts';
 export type { InvokeOptions } from './durable.ts';

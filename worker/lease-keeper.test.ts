@@ -7,7 +7,8 @@ import type pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../test/support/db.ts';
 import { waitFor } from '../test/support/wait.ts';
 import { CONTROL_CHANNEL } from '../queue/channels.ts';
-import { Worker, type WorkerOptions } from './worker.ts';
+import { Worker } from './worker.ts';
+import type { WorkerOptions } from './options.ts';
 import type { TaskContext } from './tasks.ts';
 
 let db: TestDatabase;

@@ -43,8 +43,6 @@ import { StepWriter } from './step-writer.ts';
 import { loadTasks, type Task } from './tasks.ts';
 import type { WorkerOptions } from './options.ts';
 
-export type { WorkerOptions } from './options.ts';
-
 /** The wake-up reason of a herald_jobs notification, before the queue's name. */
 const NOTIFIED = 'notify ';
 
