@@ -12,11 +12,10 @@
 //                       the floor of the UPDATEs themselves, not something to ship.
 // Only the first is Herald as it runs; the others price a promise or a read path each.
 //   node bin/run-ts.js bench/claim-levers.ts [ROUNDS] [JOBS] [BATCH]   (defaults 3, 20000, 250)
-import pg from 'pg';
 import { migrate } from '../queue/migrate.ts';
 import { claimJobs, type ClaimParams } from '../queue/sql/claim.ts';
 import { completeJobs } from '../queue/sql/lease.ts';
-import { freshBenchDatabase, median, rotate } from './peers/harness.ts';
+import { dropBenchDatabase, freshBenchDatabase, median, rotate, withClient } from './peers/harness.ts';
 import { schedCpuUs } from './statement-cpu.ts';
 
 const ROUNDS = Number(process.argv[2] ?? 3);
@@ -38,9 +37,7 @@ const VARIANTS: { name: string; setup: string; claim: string }[] = [
 async function drain(variant: (typeof VARIANTS)[number]): Promise<{ claim: number; complete: number }> {
   const url = await freshBenchDatabase(base, 'claim_levers');
   await migrate(url);
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
+  return withClient(url, async (c) => {
     if (variant.setup) await c.query(variant.setup);
     await c.query(`INSERT INTO herald.jobs (kind, payload) SELECT 'noop', '{}' FROM generate_series(1, $1::int)`, [JOBS]);
     await c.query('ANALYZE herald.jobs');
@@ -67,9 +64,7 @@ async function drain(variant: (typeof VARIANTS)[number]): Promise<{ claim: numbe
     }
     if (done !== JOBS) throw new Error(`drained ${done} of ${JOBS}`);
     return { claim: claimUs / JOBS, complete: completeUs / JOBS };
-  } finally {
-    await c.end();
-  }
+  });
 }
 
 const results = new Map<string, { claim: number[]; complete: number[] }>(VARIANTS.map((v) => [v.name, { claim: [], complete: [] }]));
@@ -86,3 +81,4 @@ for (const [name, { claim, complete }] of results) {
   const [a, b] = [median(claim), median(complete)];
   console.log(`${name.padEnd(20)} ${a.toFixed(1).padStart(6)} ${b.toFixed(1).padStart(8)} ${(a + b).toFixed(1).padStart(6)}`);
 }
+await dropBenchDatabase(base, 'claim_levers');

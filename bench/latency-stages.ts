@@ -8,13 +8,13 @@
 //   node bin/run-ts.js bench/latency-stages.ts [JOBS] [INTERVAL_MS]   (defaults 300, 10)
 // The stages are read by wrapping the worker's claimer and work service, which are private to it:
 // a bench-only look inside, kept to method names that the claim path calls through `this`.
-import pg from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createPool } from '../queue/database.ts';
 import { migrate } from '../queue/migrate.ts';
 import { Queue } from '../queue/queue.ts';
 import type { WorkService } from '../queue/services/work.ts';
 import { startWorker } from '../worker/index.ts';
-import { CONCURRENCY, freshBenchDatabase, median } from './peers/harness.ts';
+import { CONCURRENCY, dropBenchDatabase, freshBenchDatabase, median, withClient } from './peers/harness.ts';
 
 const JOBS = Number(process.argv[2] ?? 300);
 const INTERVAL_MS = Number(process.argv[3] ?? 10);
@@ -30,8 +30,6 @@ interface WorkerInsides {
   claimer: { wake(reason: string): void };
   work: Pick<WorkService, 'passQueueBarriers' | 'claimAfterBarriers'>;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Stage times (ms since its enqueue began) of the job in flight; one job at a time. */
 class Stages {
@@ -75,9 +73,7 @@ function wrap(w: WorkerInsides, stages: Stages): void {
 
 /** A trivial statement's round trip, sent right after the last one (busy) or after `idleMs`. */
 async function roundTrip(url: string, idleMs: number): Promise<number> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
+  return withClient(url, async (client) => {
     const times: number[] = [];
     for (let i = 0; i < 200; i++) {
       if (idleMs > 0) await sleep(idleMs);
@@ -86,9 +82,7 @@ async function roundTrip(url: string, idleMs: number): Promise<number> {
       times.push(performance.now() - t);
     }
     return median(times.slice(20));
-  } finally {
-    await client.end();
-  }
+  });
 }
 
 const url = await freshBenchDatabase(base, 'latency_stages');
@@ -118,3 +112,4 @@ for (const s of STAGES) {
 }
 console.log(`${'SELECT 1, busy'.padEnd(24)} ${(await roundTrip(url, 0)).toFixed(2)}`);
 console.log(`${`SELECT 1, ${INTERVAL_MS} ms idle`.padEnd(24)} ${(await roundTrip(url, INTERVAL_MS)).toFixed(2)}`);
+await dropBenchDatabase(base, 'latency_stages');
