@@ -170,7 +170,7 @@ export class Queue {
     return this.feeding.feedThrough(after, through, limit, filter);
   }
   recentEvents(through: Cursor, limit: number, queue?: string) { return this.feeding.recent(through, limit, queue ?? null); }
-  heldBack(after: Cursor) { return this.feeding.heldBack(after); }
+  backlog(after: Cursor) { return this.feeding.backlog(after); }
   passEventsBarrier() { return this.feeding.passEventsBarrier(); }
   feedHolder(after: Cursor) { return this.feeding.feedHolder(after); }
   head() { return this.feeding.head(); }

@@ -7,9 +7,9 @@ import { START, type Cursor } from '../cursor.ts';
 import { toEvent, type JobEvent } from '../job.ts';
 import { readRetentionHorizon } from '../sql/cleanup.ts';
 import { feedHead, feedLiveStart, readFeed, readFeedRecent, readFeedThrough } from '../sql/feed.ts';
-import { feedHeldBack, feedHolder } from '../sql/feed-backlog.ts';
+import { feedBacklog, feedHolder } from '../sql/feed-backlog.ts';
 import { otherDatabaseXids } from '../sql/horizon.ts';
-import { feedHeldBackBelow, primaryFeedPosition, primaryWalPosition, readFeedBelow } from '../sql/replica.ts';
+import { feedBacklogBelow, primaryFeedPosition, primaryWalPosition, readFeedBelow } from '../sql/replica.ts';
 import { passWakeBarriers } from '../sql/wake.ts';
 import { EVENTS_CHANNEL, wakeTarget } from '../channels.ts';
 import { DEFAULTS } from '../defaults.ts';
@@ -17,6 +17,9 @@ import type { Db } from './db.ts';
 import type { Executor } from '../sql/statement.ts';
 
 /** The open transaction the event feed waits for (see sql/horizon.ts). */
+/** What is left past the cursor after a short page: nothing, events the feed can read now, or events held above the horizon. */
+export type Backlog = 'none' | 'readable' | 'held';
+
 export interface FeedHolder {
   /** Its transaction id. */
   xid: string;
@@ -111,15 +114,16 @@ export class FeedService {
     return rows.map(toEvent);
   }
 
-  /** True when committed events past `after` wait behind an open transaction (see sql/feed-backlog.ts). */
-  async heldBack(after: Cursor): Promise<boolean> {
+  /** What is left past `after` after a short page (see sql/feed-backlog.ts). */
+  async backlog(after: Cursor): Promise<Backlog> {
     const horizon = this.last?.horizon;
-    if (this.db.replica && horizon) {
-      const { rows } = await this.replayedOrPrimary(this.last!.lsn, (db) => this.db.run(feedHeldBackBelow, [after.tx, after.id, horizon], db), false);
-      return rows[0].held;
-    }
-    const { rows } = await this.db.run(feedHeldBack, [after.tx, after.id, this.otherXids], this.db.pool);
-    return rows[0].held;
+    const { rows } =
+      this.db.replica && horizon
+        ? await this.replayedOrPrimary(this.last!.lsn, (db) => this.db.run(feedBacklogBelow, [after.tx, after.id, horizon], db), false)
+        : await this.db.run(feedBacklog, [after.tx, after.id, this.otherXids], this.db.pool);
+    const newest = rows[0];
+    if (!newest?.past) return 'none';
+    return newest.held ? 'held' : 'readable';
   }
 
   /** With a replica: `run` on it once it has replayed `lsn` (ReadReplica.whenReplayed), else on the primary. */

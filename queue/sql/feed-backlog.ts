@@ -1,21 +1,23 @@
-import type { FeedAfter } from './rows.ts';
+import type { BacklogRow, FeedAfter } from './rows.ts';
 import { statement } from './statement.ts';
 import { NEWEST_EVENT, freshHorizonCte, horizonCte } from './horizon.ts';
 
-// Rows the feed cannot hand out yet: committed (visible to this statement, so their
-// transaction ended) but at or above the horizon, because an older transaction that may write
-// here is still open. The server's tailer asks (FeedService.heldBack) after a short page: if some are
-// held back it re-reads in a few ms instead of waiting for the next tick or its safety timer (a
-// latency aid, never a correctness one).
-export const feedHeldBack = statement<[...FeedAfter, otherXids: string[]], { held: boolean }>(
-  'feed_held_back',
+// What is left past the cursor after a short page: nothing (`past` false, or no row when there is
+// no event), rows the feed cannot hand out yet (`held`: committed, so visible to this statement,
+// but at or above the horizon, because an older transaction that may write here is still open),
+// or rows it can hand out now (`past` and not `held`). The last comes from a blocker that ended
+// between the read and this statement (or from a commit since, whose own tick comes anyway). The
+// server's tailer asks (FeedService.backlog): held, it re-reads in a few ms; readable, at once;
+// either instead of waiting for a tick that may never come, or for its safety timer (a latency
+// aid, never a correctness one). The newest event decides both: if it is below the horizon,
+// every event is.
+export const feedBacklog = statement<[...FeedAfter, otherXids: string[]], BacklogRow>(
+  'feed_backlog',
   `
 WITH ${horizonCte('$3::xid8[]')},
 ${NEWEST_EVENT}
-SELECT EXISTS (
-  SELECT 1 FROM newest_event n
-  WHERE (n.tx, n.id) > ($1::xid8, $2::bigint) AND n.tx >= (SELECT h FROM horizon)
-) AS held`,
+SELECT (n.tx, n.id) > ($1::xid8, $2::bigint) AS past, n.tx >= (SELECT h FROM horizon) AS held
+FROM newest_event n`,
 );
 
 // Who holds the stream back: the session whose transaction is the horizon (attributed afresh),

@@ -1,4 +1,4 @@
-import type { EventRow, FeedAfter } from './rows.ts';
+import type { BacklogRow, EventRow, FeedAfter } from './rows.ts';
 import { statement } from './statement.ts';
 import { horizonCte } from './horizon.ts';
 import { EVENT_COLUMNS } from './feed.ts';
@@ -46,12 +46,10 @@ ORDER BY e.tx, e.id
 LIMIT $3`,
 );
 
-/** As feedHeldBack (feed-backlog.ts), against the primary's horizon: committed events past the cursor wait above it. */
-export const feedHeldBackBelow = statement<[...FeedAfter, horizon: string], { held: boolean }>(
-  'feed_held_back_below',
+/** As feedBacklog (feed-backlog.ts), against the primary's horizon of the last read. */
+export const feedBacklogBelow = statement<[...FeedAfter, horizon: string], BacklogRow>(
+  'feed_backlog_below',
   `
-SELECT EXISTS (
-  SELECT 1 FROM (SELECT e.tx, e.id FROM herald.job_events e ORDER BY e.tx DESC, e.id DESC LIMIT 1) n
-  WHERE (n.tx, n.id) > ($1::xid8, $2::bigint) AND n.tx >= $3::xid8
-) AS held`,
+SELECT (n.tx, n.id) > ($1::xid8, $2::bigint) AS past, n.tx >= $3::xid8 AS held
+FROM (SELECT e.tx, e.id FROM herald.job_events e ORDER BY e.tx DESC, e.id DESC LIMIT 1) n`,
 );

@@ -24,3 +24,9 @@ export type EventRow = PgRow<typeof jobEvents>;
 
 /** The feed position a statement reads after: (tx, id). */
 export type FeedAfter = [afterTx: string, afterId: string];
+
+/** The newest event against a cursor and a horizon (feed-backlog.ts): past the cursor, and at or above the horizon. */
+export interface BacklogRow {
+  past: boolean;
+  held: boolean;
+}

@@ -18,7 +18,7 @@ afterAll(() => db.drop());
 it('reads on behind a pooler: a prepared statement name that already exists makes it fall back, not fail', async () => {
   // What a pooler's shared server connection looks like: another client prepared this name.
   // (One name only: the pool drops a connection after a failed query, and the PREPARE with it.)
-  await db.pool.query('PREPARE herald_feed_held_back AS SELECT 1');
+  await db.pool.query('PREPARE herald_feed_backlog AS SELECT 1');
   const fanout = new Fanout();
   const got: StreamMessage[] = [];
   fanout.subscribe({ filter: {}, deliver: (m) => got.push(...m) });
@@ -164,6 +164,41 @@ it('held back at one position through many reads, retries at most a second apart
     expect(got.filter((m) => m.event.jobId === job.id)).toEqual([]);
     await holder.query('COMMIT');
     await waitFor(() => got.some((m) => m.event.jobId === job.id), { what: 'the held event, from a retry', timeoutMs: 30_000 });
+  } finally {
+    await tailer.stop();
+    await holder.end();
+  }
+});
+
+it('re-reads at once when the hold ends between its read and the look past it: no tick comes for that event', async () => {
+  // A session of this database holds the horizon while the tailer reads, and commits right after
+  // the read, before the tailer looks at what is left past its position. That look then finds the
+  // event readable, not held: the read that missed it was the last one anything asks for (its
+  // tick has come and gone), so only a re-read at once gets it before the 60 s safety read.
+  // Mutation caught: afterCaughtUp taking 'readable' for caught up (`else if (this.fanout.listening) this.again = true;` removed).
+  const holder = new pg.Client({ connectionString: db.url });
+  await holder.connect();
+  let release: (() => Promise<unknown>) | null = null;
+  const feed = Object.assign(Object.create(db.queue) as typeof db.queue, {
+    feed: async (...args: Parameters<typeof db.queue.feed>) => {
+      const page = await db.queue.feed(...args);
+      const end = release;
+      release = null;
+      await end?.(); // the hold ends after the read's snapshot, before the look past it
+      return page;
+    },
+  });
+  const fanout = new Fanout();
+  const got: StreamMessage[] = [];
+  fanout.subscribe({ filter: {}, deliver: (m) => got.push(...m) });
+  const tailer = new Tailer(feed, fanout, { safetyMs: 60_000 });
+  try {
+    await tailer.start();
+    await holder.query('BEGIN; SELECT pg_current_xact_id()');
+    const { job } = await db.queue.enqueue({ kind: 'hold-ends-midway' });
+    release = () => holder.query('COMMIT');
+    tailer.wake();
+    await waitFor(() => got.some((m) => m.event.jobId === job.id), { what: 'the event, from the re-read' });
   } finally {
     await tailer.stop();
     await holder.end();

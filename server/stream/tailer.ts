@@ -60,7 +60,7 @@ export class Tailer {
   private readonly pageSize: number;
 
   constructor(
-    private readonly feed: Pick<FeedService, 'head' | 'feed' | 'heldBack' | 'learnOtherDatabases' | 'passEventsBarrier'>,
+    private readonly feed: Pick<FeedService, 'head' | 'feed' | 'backlog' | 'learnOtherDatabases' | 'passEventsBarrier'>,
     private readonly fanout: Fanout,
     private readonly opts: TailerOptions = {},
   ) {
@@ -182,15 +182,19 @@ export class Tailer {
   }
 
   // A committed transaction whose events sit above the horizon (an older one is still open)
-  // sent its tick already; re-read in a few ms rather than at the next safety tick. Stuck at one
+  // sent its tick already; re-read in a few ms rather than at the next safety tick. Events below
+  // the horizon now, past the position, mean the blocker ended after the read took its snapshot
+  // (or a commit came since): re-read at once, as no tick will come for the first. Stuck at one
   // position for LEARN_AFTER_MS, the blocker may be another database's transaction the horizon
   // does not know of yet: look them up (a read of pg_locks and pg_stat_activity, too dear for
   // every read; at most once per LEARN_AFTER_MS while stuck), and re-read at once if one was new.
   private async afterCaughtUp(): Promise<void> {
-    if (!(await this.feed.heldBack(this.position))) {
+    const backlog = await this.feed.backlog(this.position);
+    if (backlog !== 'held') {
       this.stuck = undefined;
       this.retryDelay = 0;
-      this.caughtUpAt = Date.now();
+      if (backlog === 'none') this.caughtUpAt = Date.now();
+      else if (this.fanout.listening) this.again = true;
       return;
     }
     const at = this.cursor;
