@@ -87,6 +87,14 @@ it('idle while nothing follows the fan-out: ticks start no read; the first follo
   await tailer.stop();
 });
 
+/** A tailer on `feed` with one follower (so held reads retry) that collects what it publishes; its safety read a minute away. */
+function followedTailer(feed: ConstructorParameters<typeof Tailer>[0]): { tailer: Tailer; got: StreamMessage[] } {
+  const fanout = new Fanout();
+  const got: StreamMessage[] = [];
+  fanout.subscribe({ filter: {}, deliver: (m) => got.push(...m) });
+  return { tailer: new Tailer(feed, fanout, { safetyMs: 60_000 }), got };
+}
+
 /**
  * The test database's queue as the tailer's feed, except that looking up other databases'
  * transactions never reports a new one (it still learns them), as on a quiet cluster: a held
@@ -109,10 +117,7 @@ it('retries soon after each new hold: reads that move on but end held back do no
   const holders = [new pg.Client({ connectionString: db.url }), new pg.Client({ connectionString: db.url })];
   await Promise.all(holders.map((h) => h.connect()));
   const open = (h: pg.Client) => h.query('BEGIN; SELECT pg_current_xact_id()');
-  const fanout = new Fanout();
-  const got: StreamMessage[] = [];
-  fanout.subscribe({ filter: {}, deliver: (m) => got.push(...m) }); // a follower: held reads retry
-  const tailer = new Tailer(feed, fanout, { safetyMs: 60_000 });
+  const { tailer, got } = followedTailer(feed);
   try {
     await tailer.start();
     let held = holders[0];
@@ -145,10 +150,7 @@ it('held back at one position through many reads, retries at most a second apart
   const feed = neverLearningAnew();
   const holder = new pg.Client({ connectionString: db.url });
   await holder.connect();
-  const fanout = new Fanout();
-  const got: StreamMessage[] = [];
-  fanout.subscribe({ filter: {}, deliver: (m) => got.push(...m) });
-  const tailer = new Tailer(feed, fanout, { safetyMs: 60_000 });
+  const { tailer, got } = followedTailer(feed);
   try {
     await tailer.start();
     await holder.query('BEGIN; SELECT pg_current_xact_id()');
@@ -188,10 +190,7 @@ it('re-reads at once when the hold ends between its read and the look past it: n
       return page;
     },
   });
-  const fanout = new Fanout();
-  const got: StreamMessage[] = [];
-  fanout.subscribe({ filter: {}, deliver: (m) => got.push(...m) });
-  const tailer = new Tailer(feed, fanout, { safetyMs: 60_000 });
+  const { tailer, got } = followedTailer(feed);
   try {
     await tailer.start();
     await holder.query('BEGIN; SELECT pg_current_xact_id()');
