@@ -129,6 +129,15 @@ export const RENEW_TIMEOUT_MS = 2_000;
  */
 export const LOCAL_DEADLINE_SHARE = 0.9;
 /**
+ * A worker's start check (worker/may-start.ts) admits the starts of this many ms after it was
+ * asked; a PATCH that holds a queue waits HOLD_SETTLE_MS after its change before it returns, so
+ * that no start an older answer admits comes after it. Twice as long: the margin covers a pause
+ * of the worker's process between its look at the clock and the handler's call.
+ * Not settings: a worker reusing answers longer than its server waits would break the promise.
+ */
+export const START_CHECK_REUSE_MS = 50;
+export const HOLD_SETTLE_MS = 2 * START_CHECK_REUSE_MS;
+/**
  * The listener retries a lost connection this often at first (a blip is over within the grace),
  * then backs off, doubling, to LISTENER_RETRY_MAX_MS.
  */

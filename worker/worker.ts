@@ -31,7 +31,7 @@ import { LeaseExpiredError, LeaseLostError, ShutdownError } from './errors.ts';
 import { LeaseKeeper } from './leases.ts';
 import { HeardQueues } from './heard-queues.ts';
 import { HeldQueues } from './held-queues.ts';
-import { mayStart } from './may-start.ts';
+import { StartCheck } from './may-start.ts';
 import { BufferedJobs } from './buffered-jobs.ts';
 import { Maintenance } from './maintenance.ts';
 import { Registry } from './registry.ts';
@@ -61,6 +61,7 @@ export class Worker {
   /** The core services a worker uses, on one handle: no enqueue coalescer, no feed horizon. */
   private readonly db: Db;
   private readonly work: WorkService;
+  private readonly startCheck: StartCheck;
   /** ctx.parents of jobs that have some. */
   private readonly flows: FlowService;
   private readonly listener: Listener;
@@ -99,6 +100,7 @@ export class Worker {
     });
     this.db = new Db(this.pool, { leaseMs: this.leaseMs, backoffBaseMs: opts.backoffBaseMs, backoffMaxMs: opts.backoffMaxMs });
     this.work = new WorkService(this.db);
+    this.startCheck = new StartCheck(this.work);
     this.flows = new FlowService(this.db);
     this.heard = new HeardQueues(this.log, () => this.claimer.wake(`${NOTIFIED}(wake-up barrier again)`));
     this.listener = new Listener({
@@ -156,7 +158,7 @@ export class Worker {
       },
       freed: () => this.claimer.slotFreed(),
       parents: (jobId) => this.flows.parents(jobId),
-      admit: (jobs) => mayStart(this.work, jobs),
+      admit: (jobs) => this.startCheck.mayStart(jobs),
       refused: (leases) => void this.buffer.handBack(leases, 'queue paused or limited, or expireAt passed, while buffered'),
       // A sleep this worker ends is due at a time it knows: claim then, not after a poll finds it.
       durable: { service: durable, worker: this.id, steps: new StepWriter(durable, this.id, log), wakeAt: (at) => this.claimer.dueAtTime(at) },
@@ -295,6 +297,7 @@ export class Worker {
     } else if (channel === CONTROL_CHANNEL && payload === 'queues') {
       // Settings changed: jobs claimed ahead of a queue now paused or limited go back (see
       // BufferedJobs), and a resumed or newly limited queue may have work for us.
+      this.startCheck.forget();
       void this.buffer.refreshHeld().then(() => this.claimer.wake('queue settings changed'));
     }
   }

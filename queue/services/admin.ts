@@ -1,6 +1,7 @@
 // Administration: cancel, retry, bulk actions over a filter, and queue settings. Each change
 // can name its actor, which the events it writes (data.by) and the settings row record.
-import { DEFAULTS, MAX_ATTEMPTS_LIMIT, type BulkAction } from '../defaults.ts';
+import { setTimeout } from 'node:timers/promises';
+import { DEFAULTS, HOLD_SETTLE_MS, MAX_ATTEMPTS_LIMIT, type BulkAction } from '../defaults.ts';
 import { ConflictError, fromPgError, ValidationError } from '../errors.ts';
 import { toJob, type Job } from '../job.ts';
 import type { Actor } from '../schema/index.ts';
@@ -101,7 +102,10 @@ export class AdminService {
 
   /**
    * Changes a queue's settings (creating its row if needed) and returns its entry. The row
-   * records `actor` and the time as its last change (updatedBy, updatedAt).
+   * records `actor` and the time as its last change (updatedBy, updatedAt). A patch that pauses
+   * or limits the queue returns HOLD_SETTLE_MS after its change committed: no job of the queue
+   * starts after that, as a worker's start check admits starts for a shorter time than this
+   * after it asked (worker/may-start.ts).
    */
   async patchQueue(queue: string, patch: QueueSettingsPatch, actor?: Actor): Promise<QueueInfo> {
     if (patch.deadLetter === queue) {
@@ -112,7 +116,12 @@ export class AdminService {
     } catch (err) {
       throw fromPgError(err);
     }
+    if (holds(patch)) await setTimeout(HOLD_SETTLE_MS);
     const [info] = await this.read.counts(queue);
     return info;
   }
 }
+
+/** Whether a patch pauses the queue or sets a limit: then workers must stop starting what it holds back. */
+const holds = (p: QueueSettingsPatch): boolean =>
+  p.paused === true || [p.concurrency, p.groupConcurrency, p.rateLimit].some((v) => v != null);
