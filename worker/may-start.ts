@@ -7,7 +7,7 @@
 // sent, not only those of the start that asked: in a drain, that is one round trip per window
 // instead of one per slot refill (most of a drained job's round trips). It keeps the promise
 // because a PATCH that holds a queue waits twice that long after its change committed before it
-// returns (QueueAdmin.patchQueue): an answer read before the commit was asked for before it, so
+// returns (AdminService.patchQueue): an answer read before the commit was asked for before it, so
 // every start it admits comes before the PATCH returns. Only admissions are reused: a job the
 // answer would refuse is asked about afresh, so a resumed queue is not refused for a window.
 import { performance } from 'node:perf_hooks';

@@ -16,10 +16,10 @@ import { DEFAULTS } from '../defaults.ts';
 import type { Db } from './db.ts';
 import type { Executor } from '../sql/statement.ts';
 
-/** The open transaction the event feed waits for (see sql/horizon.ts). */
 /** What is left past the cursor after a short page: nothing, events the feed can read now, or events held above the horizon. */
 export type Backlog = 'none' | 'readable' | 'held';
 
+/** The open transaction the event feed waits for (see sql/horizon.ts). */
 export interface FeedHolder {
   /** Its transaction id. */
   xid: string;
