@@ -146,7 +146,7 @@ it('held back at one position through many reads, retries at most a second apart
   // tailer reads 20 times over, each read ending held back at the same position, so its retry delay
   // doubles each time. Uncapped it would reach the 60 s safety read, and the event held back would
   // wait for it once the hold ends, with no tick to come.
-  // Mutation caught: HELD_RETRY_MAX_MS left out of the retry delay's Math.min.
+  // Mutation caught: RETRY_MAX_MS left out of the retry delay's Math.min.
   const feed = neverLearningAnew();
   const holder = new pg.Client({ connectionString: db.url });
   await holder.connect();
@@ -201,5 +201,25 @@ it('re-reads at once when the hold ends between its read and the look past it: n
   } finally {
     await tailer.stop();
     await holder.end();
+  }
+});
+
+it('reads again on its own soon after a failed read, not at the safety read', async () => {
+  // The read fails as a dropped connection would; nothing else asks for another (no tick comes).
+  // Mutation caught: the failed read scheduling no re-read (`this.retrySoon(FAILED_RETRY_MS);` removed).
+  let reads = 0;
+  const feed = Object.assign(Object.create(db.queue) as typeof db.queue, {
+    feed: (...args: Parameters<typeof db.queue.feed>) => (++reads === 1 ? Promise.reject(new Error('connection lost')) : db.queue.feed(...args)),
+  });
+  const { tailer, got } = followedTailer(feed);
+  try {
+    await tailer.start();
+    const { job } = await db.queue.enqueue({ kind: 'after-a-failed-read' });
+    tailer.wake();
+    await tailer['idle'];
+    expect(tailer.dbUp).toBe(false);
+    await waitFor(() => got.some((m) => m.event.jobId === job.id) && tailer.dbUp, { what: 'the event, from the re-read after the failure' });
+  } finally {
+    await tailer.stop();
   }
 });

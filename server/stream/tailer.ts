@@ -13,11 +13,14 @@ import type { Fanout } from './fanout.ts';
 /** Held back this long at one position, the tailer looks up other databases' transactions (see afterCaughtUp). */
 const LEARN_AFTER_MS = 10;
 /**
- * Held back, the re-reads back off, but never past this: the hold ends with no tick of its own (the
- * blocker may be another database's, or have committed already), so the gap after it is this
- * wait, and a tailer with a long safety interval (tests use a minute) would otherwise wait it out.
+ * Held back, or after a failed read, the re-reads back off, but never past this: the hold ends
+ * (or the database comes back) with no tick of its own (the blocker may be another database's, or
+ * have committed already), so the gap after it is this wait, and a tailer with a long safety
+ * interval (tests use a minute) would otherwise wait it out.
  */
-const HELD_RETRY_MAX_MS = 1000;
+const RETRY_MAX_MS = 1000;
+/** The first re-read after a failed read: a dropped connection is back by then, a down database is not asked every millisecond. */
+const FAILED_RETRY_MS = 100;
 
 export interface TailerOptions {
   /** Safety-net read interval. */
@@ -173,6 +176,7 @@ export class Tailer {
     } catch (err) {
       if (this.dbUp) this.opts.logger?.warn({ err: (err as Error).message }, 'event tailer cannot read the database; retrying');
       this.dbUp = false;
+      this.retrySoon(FAILED_RETRY_MS);
     } finally {
       this.lastReadFound = found > 0;
       this.running = false;
@@ -209,9 +213,14 @@ export class Tailer {
       this.stuck.since = Date.now();
       if (await this.feed.learnOtherDatabases()) this.retryDelay = 0;
     }
-    // Idle, the safety timer's read is soon enough.
+    this.retrySoon(1);
+  }
+
+  // Reads again after a delay that doubles from `firstMs` each time it is asked for in a row, up
+  // to RETRY_MAX_MS (or the safety interval). Idle, the safety timer's read is soon enough.
+  private retrySoon(firstMs: number): void {
     if (!this.fanout.listening) return;
-    this.retryDelay = Math.min(this.safetyMs, HELD_RETRY_MAX_MS, Math.max(1, this.retryDelay * 2));
+    this.retryDelay = Math.min(this.safetyMs, RETRY_MAX_MS, Math.max(firstMs, this.retryDelay * 2));
     clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => this.wake(), this.retryDelay);
     this.retryTimer.unref();
