@@ -234,10 +234,9 @@ export class Slots {
 
   /**
    * Fills free slots from the buffer. A buffered job was checked against the settings when it
-   * was claimed, which may be long ago: it starts only once `admit` said yes, for all the slots
-   * free at that moment (one round trip, or none while a recent answer holds: worker/may-start.ts).
-   * So a pause (or expireAt) that the database had when a job was about to start always wins
-   * over the buffer.
+   * was claimed, which may be long ago: it starts only once `admit` (worker/may-start.ts) said yes
+   * for all the slots free at that moment. So a pause (or expireAt) that the database had when a
+   * job was about to start always wins over the buffer.
    */
   private startBuffered(): void {
     if (this.admitting) return;
