@@ -15,6 +15,9 @@ beforeAll(async () => {
 });
 afterAll(() => db.drop());
 
+/** The test database's queue as the tailer's feed, with some of its methods replaced. */
+const feedWith = (replaced: Partial<typeof db.queue>) => Object.assign(Object.create(db.queue) as typeof db.queue, replaced);
+
 it('reads on behind a pooler: a prepared statement name that already exists makes it fall back, not fail', async () => {
   // What a pooler's shared server connection looks like: another client prepared this name.
   // (One name only: the pool drops a connection after a failed query, and the PREPARE with it.)
@@ -41,7 +44,7 @@ it('reads on behind a pooler: a prepared statement name that already exists make
 
 it('passes the events barrier on the next read when passing it failed (the notification still asks for it)', async () => {
   let passes = 0;
-  const feed = Object.assign(Object.create(db.queue) as typeof db.queue, {
+  const feed = feedWith({
     // The first pass fails as a dropped connection would; the database answers the others.
     passEventsBarrier: () => (++passes === 1 ? Promise.reject(new Error('connection lost')) : db.queue.passEventsBarrier()),
   });
@@ -61,7 +64,7 @@ it('passes the events barrier on the next read when passing it failed (the notif
 
 it('idle while nothing follows the fan-out: ticks start no read; the first follower gets what came meanwhile', async () => {
   let reads = 0;
-  const feed = Object.assign(Object.create(db.queue) as typeof db.queue, {
+  const feed = feedWith({
     feed: (...args: Parameters<typeof db.queue.feed>) => (reads++, db.queue.feed(...args)),
   });
   const fanout = new Fanout();
@@ -101,7 +104,7 @@ function followedTailer(feed: ConstructorParameters<typeof Tailer>[0]): { tailer
  * read's retry delay is never cut short by what other test files happen to be doing.
  */
 const neverLearningAnew = () =>
-  Object.assign(Object.create(db.queue) as typeof db.queue, {
+  feedWith({
     learnOtherDatabases: async () => (await db.queue.learnOtherDatabases(), false),
   });
 
@@ -181,7 +184,7 @@ it('re-reads at once when the hold ends between its read and the look past it: n
   const holder = new pg.Client({ connectionString: db.url });
   await holder.connect();
   let release: (() => Promise<unknown>) | null = null;
-  const feed = Object.assign(Object.create(db.queue) as typeof db.queue, {
+  const feed = feedWith({
     feed: async (...args: Parameters<typeof db.queue.feed>) => {
       const page = await db.queue.feed(...args);
       const end = release;
@@ -208,7 +211,7 @@ it('reads again on its own soon after a failed read, not at the safety read', as
   // The read fails as a dropped connection would; nothing else asks for another (no tick comes).
   // Mutation caught: the failed read scheduling no re-read (`this.retrySoon(FAILED_RETRY_MS);` removed).
   let reads = 0;
-  const feed = Object.assign(Object.create(db.queue) as typeof db.queue, {
+  const feed = feedWith({
     feed: (...args: Parameters<typeof db.queue.feed>) => (++reads === 1 ? Promise.reject(new Error('connection lost')) : db.queue.feed(...args)),
   });
   const { tailer, got } = followedTailer(feed);
