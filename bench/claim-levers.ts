@@ -29,6 +29,7 @@ const VARIANTS: { name: string; setup: string; claim: string }[] = [
   { name: 'as shipped', setup: '', claim: claimText },
   { name: 'claim returns id', setup: '', claim: claimText.replace(/RETURNING[\s\S]*$/, 'RETURNING j.id') },
   { name: 'no list indexes', setup: 'DROP INDEX herald.jobs_queue_id; DROP INDEX herald.jobs_kind_queue', claim: claimText },
+  { name: 'no lease index', setup: 'DROP INDEX herald.jobs_lease_expiry', claim: claimText },
   { name: 'no counts trigger', setup: 'ALTER TABLE herald.jobs DISABLE TRIGGER jobs_counts_after_update', claim: claimText },
   { name: 'no event trigger', setup: 'ALTER TABLE herald.jobs DISABLE TRIGGER jobs_after_update', claim: claimText },
 ];
