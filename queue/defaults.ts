@@ -144,6 +144,13 @@ export const HOLD_SETTLE_MS = 2 * START_CHECK_REUSE_MS;
 export const LISTENER_RETRY_MS = 100;
 export const LISTENER_FAST_RETRIES = 10;
 export const LISTENER_RETRY_MAX_MS = 5_000;
+/**
+ * A process that could not LISTEN when it started (its listen URL unreachable, or a NOTIFY probe
+ * that never came back: a transaction pooler, or a boot too loaded to answer in time) polls, and
+ * keeps trying, doubling from LISTENER_RETRY_MS to this: a pooler costs a probe twice a minute,
+ * and a database that was away at boot is listened to again within seconds of its return.
+ */
+export const LISTENER_POLLING_RETRY_MAX_MS = 30_000;
 /** The listener checks its connection this often; a check not answered in as long drops it. */
 export const LISTENER_CHECK_MS = 5_000;
 /** A worker's connection attempt (listener or pool) that gets no answer for this long fails. */

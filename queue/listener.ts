@@ -12,6 +12,7 @@ import {
   CONNECT_TIMEOUT_MS,
   LISTENER_CHECK_MS,
   LISTENER_FAST_RETRIES,
+  LISTENER_POLLING_RETRY_MAX_MS,
   LISTENER_RETRY_MAX_MS,
   LISTENER_RETRY_MS,
 } from './defaults.ts';
@@ -53,7 +54,10 @@ export class Listener extends EventEmitter<ListenerEvents> {
     super();
   }
 
-  /** Connects once. Resolves false when LISTEN is impossible here: the caller polls instead. */
+  /**
+   * Connects once. Resolves false when LISTEN is impossible now: the caller polls meanwhile, and
+   * the listener keeps trying in the background (one failure at boot must not make it for good).
+   */
   async start(): Promise<boolean> {
     try {
       await this.connect();
@@ -61,8 +65,9 @@ export class Listener extends EventEmitter<ListenerEvents> {
       this.setState('polling');
       this.opts.logger?.warn(
         { err: (err as Error).message },
-        'cannot LISTEN (direct session unreachable, or a transaction pooler): polling only. Set HERALD_LISTEN_URL to a direct PostgreSQL URL',
+        'cannot LISTEN (direct session unreachable, or a transaction pooler): polling, and trying again in the background. Set HERALD_LISTEN_URL to a direct PostgreSQL URL',
       );
+      this.reconnect(1);
       return false;
     }
     return true;
@@ -91,6 +96,13 @@ export class Listener extends EventEmitter<ListenerEvents> {
       client.on('error', () => {});
       await client.end().catch(() => {});
       throw err;
+    }
+    // Closed while this attempt was under way: it must not outlive the listener.
+    if (this.closed) {
+      client.removeAllListeners();
+      client.on('error', () => {});
+      await client.end().catch(() => {});
+      return;
     }
     this.client = client;
     this.setState('up');
@@ -148,13 +160,16 @@ export class Listener extends EventEmitter<ListenerEvents> {
 
   private reconnect(attempt: number): void {
     if (this.closed) return;
-    this.retryTimer = setTimeout(() => void this.retry(attempt), reconnectDelay(attempt));
+    const delay = this.state === 'polling' ? pollingRetryDelay(attempt) : reconnectDelay(attempt);
+    this.retryTimer = setTimeout(() => void this.retry(attempt), delay);
   }
 
   private async retry(attempt: number): Promise<void> {
     try {
+      const polling = this.state === 'polling';
       await this.connect();
-      this.opts.logger?.info({ attempt }, 'listener reconnected');
+      if (this.closed) return;
+      this.opts.logger?.info({ attempt }, polling ? 'listener connected: polling no longer needed' : 'listener reconnected');
     } catch (err) {
       this.opts.logger?.debug({ err: (err as Error).message, attempt }, 'listener reconnect failed');
       this.reconnect(attempt + 1);
@@ -190,4 +205,9 @@ export class Listener extends EventEmitter<ListenerEvents> {
 function reconnectDelay(attempt: number): number {
   if (attempt <= LISTENER_FAST_RETRIES) return LISTENER_RETRY_MS;
   return Math.min(LISTENER_RETRY_MAX_MS, LISTENER_RETRY_MS * 2 ** (attempt - LISTENER_FAST_RETRIES));
+}
+
+/** The wait before attempt `attempt` of a listener that has not connected since it started. */
+function pollingRetryDelay(attempt: number): number {
+  return Math.min(LISTENER_POLLING_RETRY_MAX_MS, LISTENER_RETRY_MS * 2 ** attempt);
 }

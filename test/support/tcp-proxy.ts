@@ -17,8 +17,11 @@ export class TcpProxy {
   /** Server ends whose client end was cut (cutClientSide): still open, nothing forwarded. */
   private readonly lingering = new Set<net.Socket>();
   private held: (() => void)[] | null = null;
+  private refusing = false;
   /** Connections cut so far. */
   cut = 0;
+  /** Connections that went through to PostgreSQL so far. */
+  passed = 0;
 
   private constructor(private readonly server: net.Server) {}
 
@@ -41,6 +44,11 @@ export class TcpProxy {
     return u.toString();
   }
 
+  /** Connections accepted and held (dropAllAndHold) now, waiting for release(). */
+  get waiting(): number {
+    return this.held?.length ?? 0;
+  }
+
   /** Connections open through the proxy now. */
   get open(): number {
     return this.pairs.size;
@@ -48,10 +56,15 @@ export class TcpProxy {
 
   private accept(client: net.Socket, target: { host: string; port: number }): void {
     client.on('error', () => {});
+    if (this.refusing) {
+      client.destroy();
+      return;
+    }
     const connect = () => {
       if (client.destroyed) return;
       const upstream = net.connect(target.port, target.host);
       const pair: Pair = { client, upstream };
+      this.passed++;
       upstream.on('error', () => client.destroy());
       client.on('error', () => {
         if (!pair.halfOpen) upstream.destroy();
@@ -114,10 +127,16 @@ export class TcpProxy {
     this.lingering.clear();
   }
 
+  /** New connections are closed at once, like a database that is down, until release(). */
+  refuseNew(): void {
+    this.refusing = true;
+  }
+
   /** Lets held connections (and new ones) through. */
   release(): void {
     const waiting = this.held ?? [];
     this.held = null;
+    this.refusing = false;
     for (const connect of waiting) connect();
   }
 
