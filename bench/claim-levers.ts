@@ -7,6 +7,7 @@
 //   claim returns id    the claim returns only the id instead of the row the worker runs from;
 //   no list indexes     jobs_queue_id and jobs_kind_queue dropped (the board's lists by queue and
 //                       kind use them; every non-HOT update adds an entry to each);
+//   no lease index      jobs_lease_expiry dropped (the reaper's scan; a claim adds an entry);
 //   no counts trigger   the per-minute count rows (the board's tiles, the queue heads) not kept;
 //   no event trigger    no `claimed` or `succeeded` event and none of the work done beside them:
 //                       the floor of the UPDATEs themselves, not something to ship.

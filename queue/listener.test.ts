@@ -36,7 +36,7 @@ it('polls while its database refuses it at start, then listens once it answers',
     await log.line('polling no longer needed');
     await db.pool.query(`NOTIFY ${CHANNEL}, 'after'`);
     await waitFor(() => heard.includes('after'), { what: 'the notification sent after it connected' });
-    expect(log.lines().filter((l) => l.msg.toString().startsWith('cannot LISTEN'))).toHaveLength(1);
+    expect(log.lines().filter((line) => String(line.msg).startsWith('cannot LISTEN'))).toHaveLength(1);
   } finally {
     await l.close();
     proxy.release();
