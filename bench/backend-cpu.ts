@@ -3,7 +3,7 @@
 // backends' share by who connected (application_name), sampled while a measurement runs.
 import fs from 'node:fs';
 import pg from 'pg';
-import { processCpuUs } from './peers/harness.ts';
+import { backendPid, processCpuUs } from './peers/harness.ts';
 
 const CLOCK_TICKS = 100;
 const SAMPLE_MS = 200;
@@ -45,8 +45,7 @@ export class BackendCpu {
 
   async start(): Promise<void> {
     await this.client.connect();
-    const { rows } = await this.client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-    this.postmaster = Number(fs.readFileSync(`/proc/${rows[0].pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+    this.postmaster = Number(fs.readFileSync(`/proc/${await backendPid(this.client)}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
     await this.sample(true);
     this.instanceStart = instanceCpuUs(this.postmaster);
     this.startedAt = performance.now();

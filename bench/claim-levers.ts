@@ -16,7 +16,7 @@
 import { migrate } from '../queue/migrate.ts';
 import { claimJobs, type ClaimParams } from '../queue/sql/claim.ts';
 import { completeJobs } from '../queue/sql/lease.ts';
-import { dropBenchDatabase, freshBenchDatabase, median, rotate, withClient } from './peers/harness.ts';
+import { backendPid, dropBenchDatabase, freshBenchDatabase, median, rotate, withClient } from './peers/harness.ts';
 import { schedCpuUs } from './statement-cpu.ts';
 
 const ROUNDS = Number(process.argv[2] ?? 3);
@@ -43,7 +43,7 @@ async function drain(variant: (typeof VARIANTS)[number]): Promise<{ claim: numbe
     if (variant.setup) await c.query(variant.setup);
     await c.query(`INSERT INTO herald.jobs (kind, payload) SELECT 'noop', '{}' FROM generate_series(1, $1::int)`, [JOBS]);
     await c.query('ANALYZE herald.jobs');
-    const pid = (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    const pid = await backendPid(c);
     const params: ClaimParams<null> = [null, [], BATCH, WORKER, null, 30_000, ['noop']];
     let claimUs = 0;
     let completeUs = 0;

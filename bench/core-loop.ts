@@ -9,7 +9,7 @@ import pg from 'pg';
 import { createPool } from '../queue/database.ts';
 import { migrate } from '../queue/migrate.ts';
 import { Queue } from '../queue/queue.ts';
-import { freshBenchDatabase, processCpuUs } from './peers/harness.ts';
+import { backendPid, freshBenchDatabase, processCpuUs } from './peers/harness.ts';
 
 const JOBS = Number(process.env.BENCH_CORE_JOBS ?? 10_000);
 const BATCH = Number(process.env.BENCH_CORE_BATCH ?? 500);
@@ -27,7 +27,7 @@ if (process.env.HERALD_CORE_LOOP_SQL) {
 const pool = createPool(url, { max: 1 });
 const q = new Queue(pool);
 
-const backend = (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+const backend = await backendPid(pool);
 const backendCpuUs = () => processCpuUs(backend);
 const wal = async () => (await pool.query<{ lsn: string }>(`SELECT pg_current_wal_lsn()::text AS lsn`)).rows[0].lsn;
 const walBytes = async (from: string) => Number((await pool.query<{ d: string }>(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS d`, [from])).rows[0].d);

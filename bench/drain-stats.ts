@@ -20,7 +20,7 @@ import { migrate } from '../queue/migrate.ts';
 import { Queue } from '../queue/queue.ts';
 import type * as WorkerModule from '../worker/index.ts';
 import { CpuProfile, type Frame } from './cpu-profile.ts';
-import { benchDbName, CONCURRENCY, Countdown, freshBenchDatabase, median, untilZero } from './peers/harness.ts';
+import { backendPid, benchDbName, CONCURRENCY, Countdown, freshBenchDatabase, median, untilZero } from './peers/harness.ts';
 import { machineBusyUs, schedCpuUs, StatementCpu } from './statement-cpu.ts';
 
 // BENCH_WORKER_ROOT: another revision's runtime (`git archive main package.json worker queue`,
@@ -73,7 +73,7 @@ async function round(k: number): Promise<Round> {
     await queue.enqueueMany(Array.from({ length: Math.min(5_000, JOBS - done) }, () => ({ kind: 'noop', payload: {} })));
   }
   await pool.query('ANALYZE herald.jobs');
-  producerPid = (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+  producerPid = await backendPid(pool);
   const commits = async () => Number((await admin.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = $1', [name])).rows[0].n);
   const c0 = await commits();
   const bg0 = await backgroundCpu(admin);

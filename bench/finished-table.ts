@@ -13,7 +13,7 @@
 // CPU is the backend's, read from /proc (PostgreSQL on this machine); WAL is per job.
 import pg from 'pg';
 import { migrate } from '../queue/migrate.ts';
-import { dropBenchDatabase, freshBenchDatabase, median, processCpuUs, rotate } from './peers/harness.ts';
+import { backendPid, dropBenchDatabase, freshBenchDatabase, median, processCpuUs, rotate } from './peers/harness.ts';
 
 const JOBS = Number(process.env.BENCH_CORE_JOBS ?? 20_000);
 const BATCH = Number(process.env.BENCH_CORE_BATCH ?? 500);
@@ -34,7 +34,7 @@ await migrate(url);
 const db = new pg.Client({ connectionString: url });
 await db.connect();
 
-const pid = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+const pid = await backendPid(db);
 const cpuUs = () => processCpuUs(pid);
 const lsn = async () => (await db.query<{ l: string }>('SELECT pg_current_wal_insert_lsn()::text AS l')).rows[0].l;
 const walSince = async (from: string) =>

@@ -53,6 +53,11 @@ export function processCpuUs(pid: number): number {
   }
 }
 
+/** The server process behind a connection (a client or a one-connection pool), whose CPU /proc shows. */
+export async function backendPid(db: pg.Client | pg.Pool): Promise<number> {
+  return (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+}
+
 /** The middle of `xs` (the upper middle of an even count): what every bench reports over its rounds. */
 export const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
