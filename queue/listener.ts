@@ -92,16 +92,12 @@ export class Listener extends EventEmitter<ListenerEvents> {
       if (this.opts.probePool) await this.probe(client, this.opts.probePool);
       if (this.opts.liveness) await this.takeLivenessLock(client);
     } catch (err) {
-      client.removeAllListeners();
-      client.on('error', () => {});
-      await client.end().catch(() => {});
+      await endQuietly(client);
       throw err;
     }
     // Closed while this attempt was under way: it must not outlive the listener.
     if (this.closed) {
-      client.removeAllListeners();
-      client.on('error', () => {});
-      await client.end().catch(() => {});
+      await endQuietly(client);
       return;
     }
     this.client = client;
@@ -150,9 +146,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
     this.client = undefined;
     this.lockKey = null;
     clearInterval(this.checkTimer);
-    client.removeAllListeners();
-    client.on('error', () => {});
-    client.end().catch(() => {});
+    void endQuietly(client);
     this.setState('down');
     this.opts.logger?.warn({ err: err.message }, 'listener connection lost; reconnecting');
     this.reconnect(1);
@@ -189,11 +183,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
     const client = this.client;
     this.client = undefined;
     this.lockKey = null;
-    if (client) {
-      client.removeAllListeners();
-      client.on('error', () => {});
-      await client.end().catch(() => {});
-    }
+    if (client) await endQuietly(client);
   }
 }
 
@@ -210,4 +200,11 @@ function reconnectDelay(attempt: number): number {
 /** The wait before attempt `attempt` of a listener that has not connected since it started. */
 function pollingRetryDelay(attempt: number): number {
   return Math.min(LISTENER_POLLING_RETRY_MAX_MS, LISTENER_RETRY_MS * 2 ** attempt);
+}
+
+/** Ends a session this listener no longer uses: its events (a late error, its end) are not ours any more. */
+async function endQuietly(client: pg.Client): Promise<void> {
+  client.removeAllListeners();
+  client.on('error', () => {});
+  await client.end().catch(() => {});
 }
