@@ -5,6 +5,11 @@
 
 /** Two buckets of this length: the rate covers the last 1-2 windows. */
 const WINDOW_MS = 100;
+/**
+ * The shortest span a rate is taken over: a handful of handlers that finished within a
+ * millisecond of their start says little about the rest, so that rate counts as spread over this.
+ */
+const MIN_SPAN_MS = 10;
 
 export class Pace {
   private current = 0;
@@ -27,6 +32,19 @@ export class Pace {
     this.bucketStart = elapsed < 2 * WINDOW_MS ? this.bucketStart + WINDOW_MS : t;
   }
 
+  /**
+   * Work begins after none (the worker's start, or an idle spell): with no recent rate, the window
+   * starts now. Counted from before, the idle time would dilute the first windows' rate, and a
+   * worker that starts against a backlog would claim small for its first ~150 ms.
+   */
+  resume(): void {
+    const t = this.now();
+    this.roll(t);
+    if (this.current + this.previous > 0) return;
+    this.bucketStart = t;
+    this.full = false;
+  }
+
   /** A handler finished. */
   tick(): void {
     this.roll(this.now());
@@ -37,7 +55,7 @@ export class Pace {
   within(horizonMs: number): number {
     const t = this.now();
     this.roll(t);
-    const covered = Math.max(1, t - this.bucketStart + (this.full ? WINDOW_MS : 0));
+    const covered = Math.max(MIN_SPAN_MS, t - this.bucketStart + (this.full ? WINDOW_MS : 0));
     return Math.floor(((this.current + this.previous) / covered) * horizonMs);
   }
 }

@@ -38,6 +38,27 @@ function harness(capacity: number, maxUnwritten: number, ahead = 0, admit = (job
 }
 
 describe('Slots', () => {
+  // Catches: start() no longer calling pace.resume() when the worker held nothing, so the
+  // claim-ahead of a worker that starts against a backlog grows only as fast as the time
+  // before its first job is diluted away.
+  it('restarts its pace when a job arrives at a worker that held none, and only then', async () => {
+    const { slots, release } = harness(2, 10);
+    let resumed = 0;
+    const resume = slots.pace.resume.bind(slots.pace);
+    slots.pace.resume = () => {
+      resumed++;
+      resume();
+    };
+    slots.start(job('1'));
+    slots.start(job('2'));
+    expect(resumed).toBe(1);
+    release.get('1')!('done');
+    await tick();
+    slots.settled({ id: '1', attempt: 1 });
+    slots.start(job('3')); // job 2 still held: the pace goes on
+    expect(resumed).toBe(1);
+  });
+
   it('frees a slot when a handler returns, but counts its outcome until it is written', async () => {
     const { slots, release } = harness(2, 1);
     slots.start(job('1'));

@@ -144,6 +144,7 @@ export class Slots {
    */
   start(job: ClaimedJob, deadline = Infinity): void {
     const a: ActiveJob = { job, lease: { id: job.id, attempt: job.attempt }, state: 'buffered', claimedAt: performance.now(), deadline };
+    if (this.held.size === 0) this.pace.resume();
     this.held.set(job.id, a);
     if (this.busy < this.opts.capacity) this.run(a);
     else this.buffer.push(a);
