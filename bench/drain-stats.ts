@@ -2,7 +2,8 @@
 // concurrency 16, in this process as in `npm run bench`) drains JOBS no-op jobs, and this prints
 // the machine's CPU split into the worker process, each backend's CPU by statement (claim,
 // outcome, renewals, barriers, start checks...), PostgreSQL's background processes, and the rest
-// of the machine; statements, round trips and commits per job; and, with --cpu-prof, the worker's
+// of the machine; statements, round trips and commits per job; how many jobs the worker's first
+// five claims took (how fast it reaches full claims); and, with --cpu-prof, the worker's
 // top frames by self time.
 //   node bin/run-ts.js bench/drain-stats.ts [ROUNDS] [JOBS] [--cpu-prof [--cpu-prof-file F]] [--json]
 // (--json: one line per round, with its statements and the load average, instead of the medians)
@@ -134,6 +135,8 @@ async function round(k: number): Promise<Round> {
       'statements per 1k jobs': +((n / JOBS) * 1000).toFixed(2),
       'round trips per 1k jobs': +((trips / JOBS) * 1000).toFixed(2),
       'commits per 1k jobs': +(((c1 - c0) / JOBS) * 1000).toFixed(2),
+      // A worker that starts against a backlog claims its free slots first, then ahead at its pace.
+      'jobs in its first 5 claims': (statements.tallies.get('claim_run')?.first ?? []).reduce((x, y) => x + y, 0),
       ...(prof ? { 'profiled busy µs/job': perJob(prof.busyUs) } : {}),
     },
     statements: byStatement,

@@ -14,6 +14,8 @@ export interface StatementTally {
   /** Of those, how many were sent to a connection with nothing in flight: one wait each. */
   trips: number;
   rows: number;
+  /** Rows of the first FIRST_KEPT statements, in order (how fast a worker's claims grow). */
+  first: number[];
   /** Backend CPU, µs. */
   cpuUs: number;
 }
@@ -40,6 +42,8 @@ interface Session {
   /** The backend's CPU at the last reading: what the next answer is charged from. */
   mark: number;
 }
+
+const FIRST_KEPT = 5;
 
 type Callback = (err: Error | null, res?: pg.QueryResult) => void;
 
@@ -117,7 +121,7 @@ export class StatementCpu {
   private begin(client: pg.Client, pid: number, label: string): (r: pg.QueryResult | undefined) => void {
     let s = this.sessions.get(client);
     if (!s) this.sessions.set(client, (s = { inFlight: 0, mark: 0 }));
-    const t = this.tallies.get(label) ?? { n: 0, trips: 0, rows: 0, cpuUs: 0 };
+    const t = this.tallies.get(label) ?? { n: 0, trips: 0, rows: 0, first: [], cpuUs: 0 };
     this.tallies.set(label, t);
     if (!this.backends.has(pid)) this.backends.set(pid, (s.mark = this.cpu(pid)));
     if (s.inFlight === 0) t.trips++;
@@ -127,6 +131,7 @@ export class StatementCpu {
       const now = this.cpu(pid);
       t.n++;
       t.rows += r?.rowCount ?? 0;
+      if (t.first.length < FIRST_KEPT) t.first.push(r?.rowCount ?? 0);
       t.cpuUs += now - session.mark;
       session.mark = now;
       session.inFlight--;
