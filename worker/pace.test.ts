@@ -21,33 +21,29 @@ describe('Pace', () => {
     const pace = new Pace(() => now);
     now = 90; // the worker started, then connected, registered and claimed
     pace.resume();
-    now = 170;
-    for (let i = 0; i < 64; i++) pace.tick(); // 64 jobs in the 80 ms since
-    expect(pace.within(50)).toBe(40); // 64 in 80 ms, not 64 in 170
+    now = 110;
+    for (let i = 0; i < 16; i++) pace.tick(); // its first 16 jobs took 20 ms
+    expect(pace.within(50)).toBe(40); // 16 in 20 ms, not 16 in 110
 
     now = 1_000; // idle since, then a burst
     pace.resume();
-    now = 1_080;
-    for (let i = 0; i < 64; i++) pace.tick();
+    now = 1_020;
+    for (let i = 0; i < 16; i++) pace.tick();
     expect(pace.within(50)).toBe(40); // not diluted by a window of the idle time either
   });
 
-  // Catches: the first window's cap dropped (`Math.min(atPace, this.current)`): a few jobs that
-  // end at once would size a claim of hundreds.
-  it('claims ahead no more than it has finished until a window has passed, and keeps its rate while work goes on', () => {
+  it('keeps the rate it has while work goes on, and takes no rate over less than 10 ms', () => {
     let now = 0;
     const pace = new Pace(() => now);
     pace.resume();
     for (let i = 0; i < 16; i++) pace.tick(); // 16 done within the first millisecond
     now = 1;
-    expect(pace.within(50)).toBe(16); // 800 at that pace, but 16 is all it has shown
+    expect(pace.within(50)).toBe(80); // counted over 10 ms, not 1
     now = 5;
     pace.resume(); // jobs still running: the window goes on
-    for (let i = 0; i < 16; i++) pace.tick();
+    expect(pace.within(50)).toBe(80);
     now = 20;
-    expect(pace.within(50)).toBe(32);
-    now = 100; // a whole window: its pace, uncapped
-    expect(pace.within(200)).toBe(64);
+    expect(pace.within(50)).toBe(40);
   });
 });
 

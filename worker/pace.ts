@@ -5,6 +5,11 @@
 
 /** Two buckets of this length: the rate covers the last 1-2 windows. */
 const WINDOW_MS = 100;
+/**
+ * The shortest span a rate is taken over: a handful of handlers that finished within a
+ * millisecond of their start says little about the rest, so that rate counts as spread over this.
+ */
+const MIN_SPAN_MS = 10;
 
 export class Pace {
   private current = 0;
@@ -50,12 +55,8 @@ export class Pace {
   within(horizonMs: number): number {
     const t = this.now();
     this.roll(t);
-    const covered = Math.max(1, t - this.bucketStart + (this.full ? WINDOW_MS : 0));
-    const atPace = ((this.current + this.previous) / covered) * horizonMs;
-    // Until a whole window has passed since work resumed, the jobs finished so far are all the
-    // pace there is: no more than those, so claims at most double from one to the next, and two
-    // jobs that failed at once do not fill a buffer behind slow ones.
-    return Math.floor(this.full ? atPace : Math.min(atPace, this.current));
+    const covered = Math.max(MIN_SPAN_MS, t - this.bucketStart + (this.full ? WINDOW_MS : 0));
+    return Math.floor(((this.current + this.previous) / covered) * horizonMs);
   }
 }
 
