@@ -32,6 +32,8 @@ describe('Pace', () => {
     expect(pace.within(50)).toBe(40); // not diluted by a window of the idle time either
   });
 
+  // Catches: the floor dropped (`Math.max(MIN_SPAN_MS,` back to `Math.max(1,`), so 16 jobs done in
+  // the first millisecond size a claim of 800; and a resume() that restarts the window mid-work.
   it('keeps the rate it has while work goes on, and takes no rate over less than 10 ms', () => {
     let now = 0;
     const pace = new Pace(() => now);
