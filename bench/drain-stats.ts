@@ -3,7 +3,7 @@
 // the machine's CPU split into the worker process, each backend's CPU by statement (claim,
 // outcome, renewals, barriers, start checks...), PostgreSQL's background processes, and the rest
 // of the machine; statements, round trips and commits per job; how many jobs the worker's first
-// five claims took (how fast it reaches full claims); and, with --cpu-prof, the worker's
+// FIRST_KEPT claims took (how fast it reaches full claims); and, with --cpu-prof, the worker's
 // top frames by self time.
 //   node bin/run-ts.js bench/drain-stats.ts [ROUNDS] [JOBS] [--cpu-prof [--cpu-prof-file F]] [--json]
 // (--json: one line per round, with its statements and the load average, instead of the medians)
@@ -22,7 +22,7 @@ import { Queue } from '../queue/queue.ts';
 import type * as WorkerModule from '../worker/index.ts';
 import { CpuProfile, type Frame } from './cpu-profile.ts';
 import { backendPid, benchDbName, CONCURRENCY, Countdown, freshBenchDatabase, median, untilZero } from './peers/harness.ts';
-import { machineBusyUs, schedCpuUs, StatementCpu } from './statement-cpu.ts';
+import { FIRST_KEPT, machineBusyUs, schedCpuUs, StatementCpu } from './statement-cpu.ts';
 
 // BENCH_WORKER_ROOT: another revision's runtime (`git archive main package.json worker queue`,
 // with this checkout's node_modules linked in, so that its statements go through the same driver
@@ -136,7 +136,7 @@ async function round(k: number): Promise<Round> {
       'round trips per 1k jobs': +((trips / JOBS) * 1000).toFixed(2),
       'commits per 1k jobs': +(((c1 - c0) / JOBS) * 1000).toFixed(2),
       // A worker that starts against a backlog claims its free slots first, then ahead at its pace.
-      'jobs in its first 5 claims': (statements.tallies.get('claim_run')?.first ?? []).reduce((x, y) => x + y, 0),
+      [`jobs in its first ${FIRST_KEPT} claims`]: (statements.tallies.get('claim_run')?.first ?? []).reduce((x, y) => x + y, 0),
       ...(prof ? { 'profiled busy µs/job': perJob(prof.busyUs) } : {}),
     },
     statements: byStatement,

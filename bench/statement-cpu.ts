@@ -43,7 +43,8 @@ interface Session {
   mark: number;
 }
 
-const FIRST_KEPT = 5;
+/** How many of each statement's first runs keep their row counts (StatementTally.first). */
+export const FIRST_KEPT = 5;
 
 type Callback = (err: Error | null, res?: pg.QueryResult) => void;
 
